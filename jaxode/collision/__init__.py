@@ -1,0 +1,1 @@
+"""Narrowphase contact generation between primitive geoms."""

@@ -1,0 +1,57 @@
+"""Types shared by the narrowphase pair functions.
+
+Every pair function has the signature ``f(g1: GeomWorld, g2: GeomWorld) -> Contact``
+for ONE pair of geoms (unbatched; the collision driver vmaps it over all pairs
+of that type) and a module-level constant giving its number of contact slots.
+
+Conventions (ODE's, see the manual's Collision Detection chapter):
+- ``normal`` is a unit vector in the world frame pointing from geom 2 towards
+  geom 1: pushing geom 1 along +normal separates the pair.
+- ``depth`` > 0 is penetration depth in metres.
+- ``pos`` is the contact point in world coordinates.
+- ``valid`` marks the slots that hold a contact; invalid slots carry finite
+  (e.g. zero) values so that no NaN reaches the solver or a gradient.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+
+# Geom type ids (values are stable: they index tables in the model).
+PLANE = 0
+SPHERE = 1
+BOX = 2
+CAPSULE = 3
+GEOM_TYPE_NAMES = {PLANE: "plane", SPHERE: "sphere", BOX: "box", CAPSULE: "capsule"}
+
+
+class GeomWorld(NamedTuple):
+    """One geom placed in the world.
+
+    pos:  (3,) world position of the geom's frame origin [m]. For a plane: the
+          point ``normal * offset`` on the plane.
+    rot:  (3, 3) rotation matrix, columns are the geom's local axes in world
+          coordinates. For a plane, ``rot[:, 2]`` is the unit normal.
+    size: (3,) type-specific sizes [m]: sphere ``(r, 0, 0)``; box full side
+          lengths ``(lx, ly, lz)`` as ODE's dCreateBox; capsule
+          ``(r, length, 0)`` with the cylinder of ``length`` along local z
+          (ODE's dCreateCapsule); plane unused.
+    """
+
+    pos: jax.Array
+    rot: jax.Array
+    size: jax.Array
+
+
+class Contact(NamedTuple):
+    """Fixed-capacity contact set of one geom pair (K slots).
+
+    pos: (K, 3) world contact points [m]; normal: (K, 3) unit normals from
+    geom 2 into geom 1; depth: (K,) penetration [m]; valid: (K,) bool.
+    """
+
+    pos: jax.Array
+    normal: jax.Array
+    depth: jax.Array
+    valid: jax.Array

@@ -1,0 +1,183 @@
+"""Model, per-world parameters and state: immutable pytrees, structure of arrays.
+
+Frames and units: SI throughout; positions and velocities in the world frame
+unless a name says ``body``; quaternions are ``(w, x, y, z)`` as in ODE.
+
+Index conventions: ``nbody`` dynamic bodies are ``0 .. nbody-1``; index
+``nbody`` is the static world (a padding body with zero inverse mass and zero
+velocity), so constraint code never branches on "attached to the world".
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from jaxode._struct import pytree_dataclass, static_field
+
+# Friction models (per geom surface; ``pyramid`` is Gazebo's default).
+FRICTION_PYRAMID = 0  # ODE dContactApprox1: bound = mu * normal force (friction index)
+FRICTION_BOX = 1  # ODE without Approx1: constant bound, mu in newtons
+FRICTION_MODELS = {"pyramid": FRICTION_PYRAMID, "box": FRICTION_BOX}
+
+
+@pytree_dataclass
+class Params:
+    """Per-world physical parameters. Every leaf may carry a leading batch axis.
+
+    World (the ODE manual's World chapter, same meaning and defaults):
+      gravity (3,) [m/s^2]; erp, cfm: global error reduction and constraint
+      force mixing; sor: SOR relaxation w of QuickStep; contact_max_correcting_vel
+      [m/s]; contact_surface_layer [m]; linear_damping, angular_damping: scale
+      in [0, 1] applied per step; *_damping_threshold [m/s, rad/s]: damping only
+      above this speed; max_angular_speed [rad/s].
+    Bodies: body_mass (nbody,) [kg]; body_inertia (nbody, 3, 3) [kg m^2], body
+      frame, about the centre of mass (which is the body origin, as in ODE).
+    Geom surfaces (ngeom,): mu, mu2 (friction coefficients, or newtons for the
+      box model), fdir1 (ngeom, 3) first friction direction in the geom frame
+      (zero vector = unset), bounce (restitution in [0, 1]), bounce_vel [m/s]
+      (minimum incoming speed for a bounce), soft_erp, soft_cfm (negative =
+      unset: the world's erp/cfm apply), max_vel [m/s], min_depth [m].
+    """
+
+    gravity: jax.Array
+    erp: jax.Array
+    cfm: jax.Array
+    sor: jax.Array
+    contact_max_correcting_vel: jax.Array
+    contact_surface_layer: jax.Array
+    linear_damping: jax.Array
+    angular_damping: jax.Array
+    linear_damping_threshold: jax.Array
+    angular_damping_threshold: jax.Array
+    max_angular_speed: jax.Array
+    body_mass: jax.Array
+    body_inertia: jax.Array
+    mu: jax.Array
+    mu2: jax.Array
+    fdir1: jax.Array
+    bounce: jax.Array
+    bounce_vel: jax.Array
+    soft_erp: jax.Array
+    soft_cfm: jax.Array
+    max_vel: jax.Array
+    min_depth: jax.Array
+
+
+@pytree_dataclass
+class PairGroup:
+    """All candidate geom pairs of one (type1, type2) kind.
+
+    ``geom1``/``geom2`` (npair,) are ordered so that the narrowphase function
+    for ``(type1, type2)`` applies. At most ``capacity`` pairs whose bounding
+    boxes overlap are passed to the narrowphase each step (the rest are counted
+    as overflow); ``ncontact`` is the number of contact slots kept per pair.
+    """
+
+    geom1: jax.Array
+    geom2: jax.Array
+    type1: int = static_field()
+    type2: int = static_field()
+    capacity: int = static_field()
+    ncontact: int = static_field()
+
+
+@pytree_dataclass
+class Model:
+    """Everything fixed for one compiled step, plus the default ``params``.
+
+    Bodies: body_gravity (nbody,) 1.0 where gravity acts (dBodySetGravityMode);
+      body_finite_rotation (nbody,) 1.0 for ODE's finite rotation mode.
+    Geoms: geom_type (ngeom,) type id; geom_body (ngeom,) body index (nbody for
+      static geoms); geom_pos (ngeom, 3) / geom_quat (ngeom, 4) offset from the
+      body frame (world pose for static geoms); geom_size (ngeom, 3);
+      geom_friction (ngeom,) friction model id; geom_max_contacts (ngeom,).
+    Collision: pair_groups (static structure), contact_capacity (contacts kept
+      per step, all pairs together).
+    Solver: iterations (QuickStep iterations, static), solver name.
+    """
+
+    nbody: int = static_field()
+    ngeom: int = static_field()
+    body_gravity: jax.Array = None
+    body_finite_rotation: jax.Array = None
+    geom_type: jax.Array = None
+    geom_body: jax.Array = None
+    geom_pos: jax.Array = None
+    geom_quat: jax.Array = None
+    geom_size: jax.Array = None
+    geom_friction: jax.Array = None
+    pair_groups: tuple = ()
+    params: Params = None
+    contact_capacity: int = static_field(default=0)
+    iterations: int = static_field(default=20)
+    solver: str = static_field(default="pgs")
+
+
+@pytree_dataclass
+class Contacts:
+    """The contacts of the last step, compacted into ``contact_capacity`` slots.
+
+    pos (C, 3) world point [m]; normal (C, 3) unit, from geom 2 into geom 1;
+    depth (C,) [m]; geom1, geom2 (C,) geom indices; valid (C,) bool;
+    force (C, 3) constraint force on geom 1's body in (normal, fdir1, fdir2)
+    coordinates [N] (the solver's lambda).
+    """
+
+    pos: jax.Array
+    normal: jax.Array
+    depth: jax.Array
+    geom1: jax.Array
+    geom2: jax.Array
+    valid: jax.Array
+    force: jax.Array
+
+
+@pytree_dataclass
+class State:
+    """Dynamic state of one world (structure of arrays).
+
+    pos (nbody, 3) [m] and quat (nbody, 4) (w, x, y, z) of the body frames;
+    vel (nbody, 3) [m/s] and angvel (nbody, 3) [rad/s], world frame;
+    force, torque (nbody, 3) [N, N m]: world-frame accumulators, applied by the
+      next step and then zeroed (as dBodyAddForce and friends);
+    time [s]; contacts: the last step's contacts; ncontact: valid contacts found
+      in the last step (before capacity truncation);
+    overflow_pairs, overflow_contacts: running totals of candidate pairs and
+      contacts dropped for lack of capacity (0 means nothing was ever dropped);
+    nonfinite: set when a step produced a non-finite state; that step is undone
+      and the world is frozen until reset.
+    """
+
+    pos: jax.Array
+    quat: jax.Array
+    vel: jax.Array
+    angvel: jax.Array
+    force: jax.Array
+    torque: jax.Array
+    time: jax.Array
+    contacts: Contacts
+    ncontact: jax.Array
+    overflow_pairs: jax.Array
+    overflow_contacts: jax.Array
+    nonfinite: jax.Array
+
+
+@pytree_dataclass
+class Trajectory:
+    """Per-step record of a rollout: leading axis is the step (after each step)."""
+
+    pos: jax.Array
+    quat: jax.Array
+    vel: jax.Array
+    angvel: jax.Array
+    time: jax.Array
+    ncontact: jax.Array
+
+
+def batch(tree: Any, n: int) -> Any:
+    """Stack ``n`` copies of a pytree along a new leading axis (per-world batch)."""
+    if not isinstance(n, int) or n < 1:
+        raise ValueError(f"batch: n must be an integer >= 1 (got {n!r})")
+    return jax.tree.map(lambda x: jnp.repeat(jnp.asarray(x)[None], n, axis=0), tree)
