@@ -35,7 +35,8 @@ class Params:
     Bodies: body_mass (nbody,) [kg]; body_inertia (nbody, 3, 3) [kg m^2], body
       frame, about the centre of mass (which is the body origin, as in ODE).
     Geom surfaces (ngeom,): mu, mu2 (friction coefficients, or newtons for the
-      box model), fdir1 (ngeom, 3) first friction direction in the geom frame
+      box model; mu2 < 0 means unset: equal to mu, so sweeping mu alone changes
+      both directions), fdir1 (ngeom, 3) first friction direction in the geom frame
       (zero vector = unset), bounce (restitution in [0, 1]), bounce_vel [m/s]
       (minimum incoming speed for a bounce), soft_erp, soft_cfm (negative =
       unset: the world's erp/cfm apply), max_vel [m/s], min_depth [m].
@@ -73,10 +74,14 @@ class PairGroup:
     for ``(type1, type2)`` applies. At most ``capacity`` pairs whose bounding
     boxes overlap are passed to the narrowphase each step (the rest are counted
     as overflow); ``ncontact`` is the number of contact slots kept per pair.
+    ``max_contacts`` (npair,) is the per-pair limit min(max_contacts_1,
+    max_contacts_2); ``friction`` (npair,) the pair's friction model id.
     """
 
     geom1: jax.Array
     geom2: jax.Array
+    max_contacts: jax.Array
+    friction: jax.Array
     type1: int = static_field()
     type2: int = static_field()
     capacity: int = static_field()
@@ -92,7 +97,7 @@ class Model:
     Geoms: geom_type (ngeom,) type id; geom_body (ngeom,) body index (nbody for
       static geoms); geom_pos (ngeom, 3) / geom_quat (ngeom, 4) offset from the
       body frame (world pose for static geoms); geom_size (ngeom, 3);
-      geom_friction (ngeom,) friction model id; geom_max_contacts (ngeom,).
+      (friction model and max contacts are resolved per pair, see PairGroup).
     Collision: pair_groups (static structure), contact_capacity (contacts kept
       per step, all pairs together).
     Solver: iterations (QuickStep iterations, static), solver name.
@@ -107,7 +112,6 @@ class Model:
     geom_pos: jax.Array = None
     geom_quat: jax.Array = None
     geom_size: jax.Array = None
-    geom_friction: jax.Array = None
     pair_groups: tuple = ()
     params: Params = None
     contact_capacity: int = static_field(default=0)
@@ -120,7 +124,8 @@ class Contacts:
     """The contacts of the last step, compacted into ``contact_capacity`` slots.
 
     pos (C, 3) world point [m]; normal (C, 3) unit, from geom 2 into geom 1;
-    depth (C,) [m]; geom1, geom2 (C,) geom indices; valid (C,) bool;
+    depth (C,) [m]; geom1, geom2 (C,) geom indices; friction (C,) friction
+    model id; valid (C,) bool;
     force (C, 3) constraint force on geom 1's body in (normal, fdir1, fdir2)
     coordinates [N] (the solver's lambda).
     """
@@ -130,6 +135,7 @@ class Contacts:
     depth: jax.Array
     geom1: jax.Array
     geom2: jax.Array
+    friction: jax.Array
     valid: jax.Array
     force: jax.Array
 

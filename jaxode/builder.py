@@ -1,0 +1,349 @@
+"""Host-side scene builder: names, defaults and validation live here.
+
+``WorldBuilder`` collects bodies and geoms with ODE's parameter names and
+defaults, checks every value (raising ``ValueError`` that names the field and
+its allowed range), and ``build()`` turns the scene into a :class:`Model` of
+arrays plus static structure (pair tables, capacities) for the jitted step.
+"""
+from __future__ import annotations
+
+import math
+from typing import Optional, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxode import mass as mass_lib
+from jaxode.collision import types as ct
+from jaxode.surface import Surface
+from jaxode.types import FRICTION_MODELS, Model, PairGroup, Params
+from jaxode import narrowphase
+
+
+def _vec(name: str, value, n: int) -> np.ndarray:
+    try:
+        a = np.asarray(value, dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a sequence of {n} numbers (got {value!r})") from None
+    if a.shape != (n,):
+        raise ValueError(f"{name} must have {n} components (got {a.size})")
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"{name} must be finite, no NaN or inf (got {value!r})")
+    return a
+
+
+def _scalar(name: str, value, lo=None, hi=None, lo_open=False, hi_open=False, allow_inf=False) -> float:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a number (got {value!r})") from None
+    if math.isnan(v) or (math.isinf(v) and not allow_inf):
+        raise ValueError(f"{name} must be finite (got {value!r})")
+    lo_ok = lo is None or (v > lo if lo_open else v >= lo)
+    hi_ok = hi is None or (v < hi if hi_open else v <= hi)
+    if not (lo_ok and hi_ok):
+        lb = "-inf" if lo is None else f"{lo}"
+        ub = "inf" if hi is None else f"{hi}"
+        rng = ("(" if lo_open else "[") + f"{lb}, {ub}" + (")" if hi_open else "]")
+        raise ValueError(f"{name} must be in {rng} (got {v!r})")
+    return v
+
+
+def _quat(name: str, q) -> np.ndarray:
+    q = _vec(name, q, 4)
+    n = np.linalg.norm(q)
+    if n < 1e-12:
+        raise ValueError(f"{name} must be a non-zero quaternion (w, x, y, z) (got {tuple(q)})")
+    return q / n
+
+
+def _bits(name: str, v) -> int:
+    if not isinstance(v, (int, np.integer)) or v < 0 or v > 0xFFFFFFFF:
+        raise ValueError(f"{name} must be an integer in [0, 2**32-1] (got {v!r})")
+    return int(v)
+
+
+def _quat_to_mat(q: np.ndarray) -> np.ndarray:
+    w, x, y, z = q
+    return np.array([
+        [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+        [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+        [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
+    ])
+
+
+def _mat_to_quat(r: np.ndarray) -> np.ndarray:
+    """Rotation matrix to unit quaternion (w, x, y, z), w >= 0."""
+    t = np.trace(r)
+    if t > 0:
+        s = math.sqrt(t + 1.0) * 2
+        q = [0.25 * s, (r[2, 1] - r[1, 2]) / s, (r[0, 2] - r[2, 0]) / s, (r[1, 0] - r[0, 1]) / s]
+    else:
+        i = int(np.argmax(np.diag(r)))
+        j, k = (i + 1) % 3, (i + 2) % 3
+        s = math.sqrt(1.0 + r[i, i] - r[j, j] - r[k, k]) * 2
+        q = [0.0] * 4
+        q[0] = (r[k, j] - r[j, k]) / s
+        q[1 + i] = 0.25 * s
+        q[1 + j] = (r[j, i] + r[i, j]) / s
+        q[1 + k] = (r[k, i] + r[i, k]) / s
+    q = np.asarray(q)
+    return q * (1 if q[0] >= 0 else -1) / np.linalg.norm(q)
+
+
+class WorldBuilder:
+    """Collects a scene with ODE's World parameters (ODE manual, World chapter).
+
+    gravity (3,) [m/s^2]; erp in [0, 1]; cfm >= 0 (default 1e-5 in float32,
+    1e-10 with ``jax_enable_x64``, as ODE single/double); iterations >= 1
+    (QuickStep); sor in (0, 2) (QuickStep w); contact_max_correcting_vel > 0
+    [m/s]; contact_surface_layer >= 0 [m]; linear/angular_damping in [0, 1];
+    *_damping_threshold >= 0 [m/s, rad/s]; max_angular_speed > 0 [rad/s]
+    (inf = no limit); friction_model: the default for surfaces that name none.
+    """
+
+    def __init__(self, gravity: Sequence[float] = (0.0, 0.0, 0.0), erp: float = 0.2,
+                 cfm: Optional[float] = None, iterations: int = 20, sor: float = 1.3,
+                 contact_max_correcting_vel: float = math.inf,
+                 contact_surface_layer: float = 0.0, linear_damping: float = 0.0,
+                 angular_damping: float = 0.0, linear_damping_threshold: float = 0.01,
+                 angular_damping_threshold: float = 0.01,
+                 max_angular_speed: float = math.inf, friction_model: str = "pyramid"):
+        if cfm is None:
+            cfm = 1e-10 if jax.config.jax_enable_x64 else 1e-5
+        self.gravity = _vec("gravity", gravity, 3)
+        self.erp = _scalar("erp", erp, 0.0, 1.0)
+        self.cfm = _scalar("cfm", cfm, 0.0)
+        if not isinstance(iterations, (int, np.integer)) or iterations < 1:
+            raise ValueError(f"iterations must be an integer >= 1 (got {iterations!r})")
+        self.iterations = int(iterations)
+        self.sor = _scalar("sor", sor, 0.0, 2.0, lo_open=True, hi_open=True)
+        self.contact_max_correcting_vel = _scalar(
+            "contact_max_correcting_vel", contact_max_correcting_vel, 0.0, None, lo_open=True, allow_inf=True)
+        self.contact_surface_layer = _scalar("contact_surface_layer", contact_surface_layer, 0.0)
+        self.linear_damping = _scalar("linear_damping", linear_damping, 0.0, 1.0)
+        self.angular_damping = _scalar("angular_damping", angular_damping, 0.0, 1.0)
+        self.linear_damping_threshold = _scalar("linear_damping_threshold", linear_damping_threshold, 0.0)
+        self.angular_damping_threshold = _scalar("angular_damping_threshold", angular_damping_threshold, 0.0)
+        self.max_angular_speed = _scalar("max_angular_speed", max_angular_speed, 0.0, None,
+                                         lo_open=True, allow_inf=True)
+        if friction_model not in FRICTION_MODELS:
+            raise ValueError(f"friction_model must be one of {sorted(FRICTION_MODELS)} (got {friction_model!r})")
+        self.friction_model = friction_model
+        self.bodies: list[dict] = []
+        self.geoms: list[dict] = []
+
+    # ------------------------------------------------------------------ bodies
+    def add_body(self, pos: Sequence[float] = (0.0, 0.0, 0.0), quat: Sequence[float] = (1.0, 0.0, 0.0, 0.0),
+                 vel: Sequence[float] = (0.0, 0.0, 0.0), angvel: Sequence[float] = (0.0, 0.0, 0.0),
+                 mass: Optional[mass_lib.Mass] = None, gravity: bool = True,
+                 finite_rotation: bool = False) -> int:
+        """Add a rigid body (dBodyCreate); returns its index.
+
+        pos [m], quat (w, x, y, z), vel [m/s], angvel [rad/s] in the world frame.
+        mass: a :class:`jaxode.mass.Mass` whose centre of mass is the body
+        origin (ODE requires it; translate the geoms instead). ``None`` gives
+        ODE's default body mass: 1 kg, identity inertia.
+        gravity: dBodySetGravityMode; finite_rotation: dBodySetFiniteRotationMode.
+        """
+        i = len(self.bodies)
+        where = f"body {i}"
+        if mass is None:
+            mass = mass_lib.from_inertia(1.0, np.eye(3))
+        if not isinstance(mass, mass_lib.Mass):
+            raise ValueError(f"{where}: mass must be a jaxode.mass.Mass (got {type(mass).__name__})")
+        mass_lib.validate(mass, f"{where}: mass")
+        com = np.asarray(mass.com, dtype=np.float64)
+        if np.linalg.norm(com) > 1e-9 * max(1.0, float(np.abs(mass.inertia).max())):
+            raise ValueError(
+                f"{where}: mass.com must be (0, 0, 0): as in ODE the centre of mass is the body "
+                f"origin (got {tuple(com)}); place the body at the centre of mass and offset its geoms")
+        self.bodies.append(dict(
+            pos=_vec(f"{where}: pos", pos, 3), quat=_quat(f"{where}: quat", quat),
+            vel=_vec(f"{where}: vel", vel, 3), angvel=_vec(f"{where}: angvel", angvel, 3),
+            mass=float(mass.mass), inertia=np.asarray(mass.inertia, dtype=np.float64),
+            gravity=bool(gravity), finite_rotation=bool(finite_rotation)))
+        return i
+
+    # ------------------------------------------------------------------- geoms
+    def _add_geom(self, gtype: int, size: np.ndarray, body: Optional[int], pos, quat,
+                  surface: Optional[Surface], category_bits: int, collide_bits: int) -> int:
+        i = len(self.geoms)
+        where = f"geom {i} ({ct.GEOM_TYPE_NAMES[gtype]})"
+        if body is not None:
+            if not isinstance(body, (int, np.integer)) or not 0 <= body < len(self.bodies):
+                raise ValueError(f"{where}: body must be an existing body index in "
+                                 f"[0, {len(self.bodies) - 1}] or None (got {body!r})")
+            body = int(body)
+        surface = Surface() if surface is None else surface
+        if not isinstance(surface, Surface):
+            raise ValueError(f"{where}: surface must be a jaxode.Surface (got {type(surface).__name__})")
+        surface.validate(f"{where}: surface")
+        self.geoms.append(dict(
+            type=gtype, size=size, body=body, pos=_vec(f"{where}: pos", pos, 3),
+            quat=_quat(f"{where}: quat", quat), surface=surface,
+            category=_bits(f"{where}: category_bits", category_bits),
+            collide=_bits(f"{where}: collide_bits", collide_bits)))
+        return i
+
+    def add_plane(self, normal: Sequence[float] = (0.0, 0.0, 1.0), offset: float = 0.0,
+                  surface: Optional[Surface] = None, category_bits: int = 0xFFFFFFFF,
+                  collide_bits: int = 0xFFFFFFFF) -> int:
+        """Static half-space ``n . x <= offset`` (dCreatePlane); normal need not be unit."""
+        n = _vec("plane normal", normal, 3)
+        ln = np.linalg.norm(n)
+        if ln < 1e-12:
+            raise ValueError(f"plane normal must have non-zero length (got {tuple(n)})")
+        offset = _scalar("plane offset", offset)
+        n = n / ln
+        # Plane frame: z axis = normal, origin = n * offset (offset scaled as ODE normalises).
+        z = n
+        x = np.cross([0.0, 1.0, 0.0], z) if abs(z[1]) < 0.9 else np.cross(z, [1.0, 0.0, 0.0])
+        x /= np.linalg.norm(x)
+        y = np.cross(z, x)
+        q = _mat_to_quat(np.stack([x, y, z], axis=1))
+        return self._add_geom(ct.PLANE, np.zeros(3), None, n * offset / ln, q, surface,
+                              category_bits, collide_bits)
+
+    def add_sphere(self, radius: float, body: Optional[int] = None, pos=(0.0, 0.0, 0.0),
+                   quat=(1.0, 0.0, 0.0, 0.0), surface: Optional[Surface] = None,
+                   category_bits: int = 0xFFFFFFFF, collide_bits: int = 0xFFFFFFFF) -> int:
+        """Sphere of ``radius`` [m]. With a body, pos/quat are the offset in the body
+        frame (dGeomSetOffsetPosition/Quaternion); without, the world pose (static)."""
+        r = _scalar("sphere radius", radius, 0.0, None, lo_open=True)
+        return self._add_geom(ct.SPHERE, np.array([r, 0.0, 0.0]), body, pos, quat, surface,
+                              category_bits, collide_bits)
+
+    def add_box(self, size: Sequence[float], body: Optional[int] = None, pos=(0.0, 0.0, 0.0),
+                quat=(1.0, 0.0, 0.0, 0.0), surface: Optional[Surface] = None,
+                category_bits: int = 0xFFFFFFFF, collide_bits: int = 0xFFFFFFFF) -> int:
+        """Box with full side lengths ``size`` [m] (dCreateBox); pose as add_sphere."""
+        s = _vec("box size", size, 3)
+        if np.any(s <= 0):
+            raise ValueError(f"box size must have all sides > 0 m (got {tuple(s)})")
+        return self._add_geom(ct.BOX, s, body, pos, quat, surface, category_bits, collide_bits)
+
+    def add_capsule(self, radius: float, length: float, body: Optional[int] = None,
+                    pos=(0.0, 0.0, 0.0), quat=(1.0, 0.0, 0.0, 0.0), surface: Optional[Surface] = None,
+                    category_bits: int = 0xFFFFFFFF, collide_bits: int = 0xFFFFFFFF) -> int:
+        """Capsule (dCreateCapsule): cylinder of ``length`` [m] along local z with
+        hemispherical caps of ``radius`` [m]; pose as add_sphere."""
+        r = _scalar("capsule radius", radius, 0.0, None, lo_open=True)
+        ln = _scalar("capsule length", length, 0.0, None, lo_open=True)
+        return self._add_geom(ct.CAPSULE, np.array([r, ln, 0.0]), body, pos, quat, surface,
+                              category_bits, collide_bits)
+
+    # ------------------------------------------------------------------- build
+    def _pair_friction(self, g1: dict, g2: dict, i: int, j: int) -> int:
+        f1, f2 = g1["surface"].friction, g2["surface"].friction
+        if f1 is not None and f2 is not None and f1 != f2:
+            raise ValueError(
+                f"geoms {i} and {j} can collide but their surfaces name different friction "
+                f"models ({f1!r} and {f2!r}); give them the same model")
+        name = f1 or f2 or self.friction_model
+        return FRICTION_MODELS[name]
+
+    def build(self, contact_capacity: Optional[int] = None, pair_capacity: Optional[int] = None) -> Model:
+        """Freeze the scene into a :class:`Model`.
+
+        contact_capacity: contacts kept per step over all pairs (default: all
+        slots, at most 4 per dynamic geom + 8); pair_capacity: candidate pairs
+        passed to the narrowphase per (type, type) group (default: all pairs of
+        the group, at most 64 + 2 per geom). What does not fit is counted in
+        ``State.overflow_contacts`` / ``overflow_pairs``.
+        """
+        if not self.bodies:
+            raise ValueError("the world needs at least one body (add_body)")
+        nbody, ngeom = len(self.bodies), len(self.geoms)
+        groups: dict[tuple[int, int], list] = {}
+        for i in range(ngeom):
+            for j in range(i + 1, ngeom):
+                gi, gj = self.geoms[i], self.geoms[j]
+                if gi["body"] is None and gj["body"] is None:
+                    continue
+                if gi["body"] is not None and gi["body"] == gj["body"]:
+                    continue
+                if not ((gi["category"] & gj["collide"]) or (gj["category"] & gi["collide"])):
+                    continue
+                a, b = i, j
+                key = (gi["type"], gj["type"])
+                if key not in narrowphase.PAIR_FUNCTIONS:
+                    a, b, key = j, i, (gj["type"], gi["type"])
+                    if key not in narrowphase.PAIR_FUNCTIONS:
+                        continue  # e.g. plane-plane: ODE has no collider either
+                ga, gb = self.geoms[a], self.geoms[b]
+                maxc = min(ga["surface"].max_contacts, gb["surface"].max_contacts)
+                fric = self._pair_friction(ga, gb, a, b)
+                groups.setdefault(key, []).append((a, b, maxc, fric))
+        ndyn = sum(g["body"] is not None for g in self.geoms)
+        if pair_capacity is not None and (not isinstance(pair_capacity, int) or pair_capacity < 1):
+            raise ValueError(f"pair_capacity must be an integer >= 1 (got {pair_capacity!r})")
+        pair_groups = []
+        total_slots = 0
+        for key in sorted(groups):
+            pairs = groups[key]
+            _, nslot = narrowphase.PAIR_FUNCTIONS[key]
+            ncon = min(nslot, max(p[2] for p in pairs))
+            cap = pair_capacity if pair_capacity is not None else min(len(pairs), 64 + 2 * ngeom)
+            cap = min(cap, len(pairs))
+            arr = np.asarray(pairs, dtype=np.int32)
+            pair_groups.append(PairGroup(
+                geom1=jnp.asarray(arr[:, 0]), geom2=jnp.asarray(arr[:, 1]),
+                max_contacts=jnp.asarray(arr[:, 2]), friction=jnp.asarray(arr[:, 3]),
+                type1=key[0], type2=key[1], capacity=cap, ncontact=ncon))
+            total_slots += cap * ncon
+        if contact_capacity is None:
+            contact_capacity = min(total_slots, 4 * ndyn + 8)
+        elif not isinstance(contact_capacity, int) or contact_capacity < 0:
+            raise ValueError(f"contact_capacity must be an integer >= 0 (got {contact_capacity!r})")
+        contact_capacity = max(min(contact_capacity, total_slots), 0)
+
+        f = jnp.asarray
+        b, g = self.bodies, self.geoms
+        surf = [gg["surface"] for gg in g]
+
+        def unset(v):
+            return -1.0 if v is None else v
+
+        fdir1 = np.zeros((ngeom, 3))
+        for k, s in enumerate(surf):
+            if s.fdir1 is not None:
+                fdir1[k] = np.asarray(s.fdir1, dtype=np.float64)
+        params = Params(
+            gravity=f(self.gravity), erp=f(self.erp), cfm=f(self.cfm), sor=f(self.sor),
+            contact_max_correcting_vel=f(self.contact_max_correcting_vel),
+            contact_surface_layer=f(self.contact_surface_layer),
+            linear_damping=f(self.linear_damping), angular_damping=f(self.angular_damping),
+            linear_damping_threshold=f(self.linear_damping_threshold),
+            angular_damping_threshold=f(self.angular_damping_threshold),
+            max_angular_speed=f(self.max_angular_speed),
+            body_mass=f(np.array([bb["mass"] for bb in b])),
+            body_inertia=f(np.stack([bb["inertia"] for bb in b])),
+            mu=f(np.array([s.mu for s in surf], dtype=np.float64).reshape(ngeom)),
+            mu2=f(np.array([unset(s.mu2) for s in surf], dtype=np.float64).reshape(ngeom)),
+            fdir1=f(fdir1),
+            bounce=f(np.array([s.bounce for s in surf], dtype=np.float64).reshape(ngeom)),
+            bounce_vel=f(np.array([s.bounce_vel for s in surf], dtype=np.float64).reshape(ngeom)),
+            soft_erp=f(np.array([unset(s.soft_erp) for s in surf], dtype=np.float64).reshape(ngeom)),
+            soft_cfm=f(np.array([unset(s.soft_cfm) for s in surf], dtype=np.float64).reshape(ngeom)),
+            max_vel=f(np.array([s.max_vel for s in surf], dtype=np.float64).reshape(ngeom)),
+            min_depth=f(np.array([s.min_depth for s in surf], dtype=np.float64).reshape(ngeom)),
+        )
+        model = Model(
+            nbody=nbody, ngeom=ngeom,
+            body_gravity=f(np.array([float(bb["gravity"]) for bb in b])),
+            body_finite_rotation=f(np.array([float(bb["finite_rotation"]) for bb in b])),
+            geom_type=f(np.array([gg["type"] for gg in g], dtype=np.int32).reshape(ngeom)),
+            geom_body=f(np.array([nbody if gg["body"] is None else gg["body"] for gg in g],
+                                 dtype=np.int32).reshape(ngeom)),
+            geom_pos=f(np.array([gg["pos"] for gg in g]).reshape(ngeom, 3)),
+            geom_quat=f(np.array([gg["quat"] for gg in g]).reshape(ngeom, 4)),
+            geom_size=f(np.array([gg["size"] for gg in g]).reshape(ngeom, 3)),
+            pair_groups=tuple(pair_groups), params=params,
+            contact_capacity=int(contact_capacity), iterations=self.iterations, solver="pgs")
+        model_init = dict(
+            pos=np.stack([bb["pos"] for bb in b]), quat=np.stack([bb["quat"] for bb in b]),
+            vel=np.stack([bb["vel"] for bb in b]), angvel=np.stack([bb["angvel"] for bb in b]))
+        object.__setattr__(model, "_init", model_init)
+        return model

@@ -1,0 +1,65 @@
+"""Small rigid-body math helpers: quaternions (w, x, y, z) as ODE, rotations.
+
+All functions act on single vectors/quaternions; batch them with ``jax.vmap``.
+"""
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+
+def quat_mul(p: jax.Array, q: jax.Array) -> jax.Array:
+    """Hamilton product ``p * q`` (ODE's dQMultiply0)."""
+    pw, px, py, pz = p[0], p[1], p[2], p[3]
+    qw, qx, qy, qz = q[0], q[1], q[2], q[3]
+    return jnp.stack([
+        pw * qw - px * qx - py * qy - pz * qz,
+        pw * qx + px * qw + py * qz - pz * qy,
+        pw * qy + py * qw + pz * qx - px * qz,
+        pw * qz + pz * qw + px * qy - py * qx,
+    ])
+
+
+def quat_to_mat(q: jax.Array) -> jax.Array:
+    """Rotation matrix of a unit quaternion (ODE's dQtoR); columns are body axes."""
+    w, x, y, z = q[0], q[1], q[2], q[3]
+    return jnp.array([
+        [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+        [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+        [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
+    ])
+
+
+def quat_normalize(q: jax.Array) -> jax.Array:
+    """Unit quaternion; a zero quaternion maps to the identity (ODE's dNormalize4 asserts)."""
+    n2 = jnp.sum(q * q)
+    safe = jnp.where(n2 > 0, n2, 1.0)
+    ident = jnp.zeros_like(q).at[0].set(1.0)
+    return jnp.where(n2 > 0, q / jnp.sqrt(safe), ident)
+
+
+def rotate(q: jax.Array, v: jax.Array) -> jax.Array:
+    """Rotate vector ``v`` (body frame) into the world frame by ``q``."""
+    return quat_to_mat(q) @ v
+
+
+def plane_space(n: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """Two unit vectors ``p, q`` spanning the plane normal to unit ``n`` (ODE's dPlaneSpace)."""
+    nx, ny, nz = n[0], n[1], n[2]
+    use_yz = jnp.abs(nz) > jnp.sqrt(0.5)
+    a1 = ny * ny + nz * nz
+    k1 = 1.0 / jnp.sqrt(jnp.where(use_yz & (a1 > 0), a1, 1.0))
+    p1 = jnp.stack([jnp.zeros_like(nx), -nz * k1, ny * k1])
+    q1 = jnp.stack([a1 * k1, -nx * p1[2], nx * p1[1]])
+    a2 = nx * nx + ny * ny
+    k2 = 1.0 / jnp.sqrt(jnp.where(use_yz | (a2 <= 0), 1.0, a2))
+    p2 = jnp.stack([-ny * k2, nx * k2, jnp.zeros_like(nx)])
+    q2 = jnp.stack([-nz * p2[1], nz * p2[0], a2 * k2])
+    return jnp.where(use_yz, p1, p2), jnp.where(use_yz, q1, q2)
+
+
+def sinc(x: jax.Array) -> jax.Array:
+    """sin(x)/x with the series near zero, as ODE's sinc (gradient safe)."""
+    small = jnp.abs(x) < 1e-4
+    xs = jnp.where(small, 1.0, x)
+    return jnp.where(small, 1.0 - x * x / 6.0, jnp.sin(xs) / xs)

@@ -1,0 +1,100 @@
+"""Stages 2-3: broadphase filtering and contact generation, vectorised per pair kind.
+
+Candidate pairs are fixed at build time (category/collide bits, same body,
+static-static excluded) and grouped by ``(type1, type2)``. Each step:
+
+1. every candidate's AABB-overlap test (planes always pass);
+2. per group, at most ``capacity`` overlapping pairs are compacted and sent to
+   the group's pair function, vmapped; the excess is counted as overflow;
+3. each pair keeps its first ``min(ncontact, max_contacts)`` slots (the pair
+   functions order slots deepest-first);
+4. all groups' slots are concatenated (group order: sorted (type1, type2),
+   then candidate order, then slot) and the valid ones compacted into the
+   model's ``contact_capacity``; the excess is counted as overflow.
+"""
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from jaxode.collision import box, capsule, sphere
+from jaxode.collision import types as ct
+from jaxode.types import Contacts, Model
+
+# (type1, type2) -> (pair function, contact slots). The pair function's geom 1
+# is of type1; the normal points into geom 1 (ODE's convention).
+PAIR_FUNCTIONS = {
+    (ct.SPHERE, ct.PLANE): (sphere.sphere_plane, sphere.SPHERE_PLANE_NCON),
+    (ct.SPHERE, ct.SPHERE): (sphere.sphere_sphere, sphere.SPHERE_SPHERE_NCON),
+    (ct.SPHERE, ct.BOX): (sphere.sphere_box, sphere.SPHERE_BOX_NCON),
+    (ct.BOX, ct.PLANE): (box.box_plane, box.BOX_PLANE_NCON),
+    (ct.BOX, ct.BOX): (box.box_box, box.BOX_BOX_NCON),
+    (ct.CAPSULE, ct.PLANE): (capsule.capsule_plane, capsule.CAPSULE_PLANE_NCON),
+    (ct.CAPSULE, ct.SPHERE): (capsule.capsule_sphere, capsule.CAPSULE_SPHERE_NCON),
+    (ct.CAPSULE, ct.CAPSULE): (capsule.capsule_capsule, capsule.CAPSULE_CAPSULE_NCON),
+    (ct.CAPSULE, ct.BOX): (capsule.capsule_box, capsule.CAPSULE_BOX_NCON),
+}
+
+
+def _compact(mask: jax.Array, capacity: int) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """Indices of the first ``capacity`` True entries, their validity, and the overflow."""
+    n = mask.shape[0]
+    count = jnp.sum(mask.astype(jnp.int32))
+    if capacity >= n:
+        return jnp.arange(n), mask, jnp.zeros((), jnp.int32)
+    (idx,) = jnp.nonzero(mask, size=capacity, fill_value=0)
+    valid = jnp.arange(capacity) < count
+    return idx, valid, jnp.maximum(count - capacity, 0)
+
+
+def collide(model: Model, gpos: jax.Array, grot: jax.Array, lo: jax.Array,
+            hi: jax.Array) -> tuple[Contacts, jax.Array, jax.Array, jax.Array]:
+    """Contacts of one world.
+
+    Returns (contacts with zero ``force``, number of valid contacts found,
+    candidate pairs dropped for capacity, contacts dropped for capacity).
+    """
+    dtype = gpos.dtype
+    parts = []
+    overflow_pairs = jnp.zeros((), jnp.int32)
+    for grp in model.pair_groups:
+        fn, _ = PAIR_FUNCTIONS[(grp.type1, grp.type2)]
+        g1, g2 = grp.geom1, grp.geom2
+        overlap = jnp.all((lo[g1] <= hi[g2]) & (lo[g2] <= hi[g1]), axis=-1)
+        idx, pvalid, ovf = _compact(overlap, grp.capacity)
+        overflow_pairs = overflow_pairs + ovf
+        a, b = g1[idx], g2[idx]
+        c = jax.vmap(fn)(ct.GeomWorld(gpos[a], grot[a], model.geom_size[a]),
+                         ct.GeomWorld(gpos[b], grot[b], model.geom_size[b]))
+        k = grp.ncontact
+        slot = jnp.arange(k)[None, :]
+        valid = c.valid[:, :k] & pvalid[:, None] & (slot < grp.max_contacts[idx][:, None])
+        npair = idx.shape[0]
+        parts.append(dict(
+            pos=c.pos[:, :k].reshape(npair * k, 3), normal=c.normal[:, :k].reshape(npair * k, 3),
+            depth=c.depth[:, :k].reshape(npair * k),
+            geom1=jnp.repeat(a, k), geom2=jnp.repeat(b, k),
+            friction=jnp.repeat(grp.friction[idx], k), valid=valid.reshape(npair * k)))
+    cap = model.contact_capacity
+    if not parts:
+        z = jnp.zeros((cap,), dtype)
+        zi = jnp.zeros((cap,), jnp.int32)
+        contacts = Contacts(pos=jnp.zeros((cap, 3), dtype), normal=jnp.zeros((cap, 3), dtype), depth=z,
+                            geom1=zi, geom2=zi, friction=zi, valid=jnp.zeros((cap,), bool),
+                            force=jnp.zeros((cap, 3), dtype))
+        zero = jnp.zeros((), jnp.int32)
+        return contacts, zero, overflow_pairs, zero
+    cat = {key: jnp.concatenate([p[key] for p in parts], axis=0) for key in parts[0]}
+    valid = cat["valid"]
+    nfound = jnp.sum(valid.astype(jnp.int32))
+    idx, cvalid, overflow_contacts = _compact(valid, cap)
+    sel = {key: v[idx] for key, v in cat.items()}
+    m = cvalid
+    contacts = Contacts(
+        pos=jnp.where(m[:, None], sel["pos"], 0.0).astype(dtype),
+        normal=jnp.where(m[:, None], sel["normal"], 0.0).astype(dtype),
+        depth=jnp.where(m, sel["depth"], 0.0).astype(dtype),
+        geom1=sel["geom1"].astype(jnp.int32), geom2=sel["geom2"].astype(jnp.int32),
+        friction=sel["friction"].astype(jnp.int32), valid=m,
+        force=jnp.zeros((cap, 3), dtype))
+    return contacts, nfound, overflow_pairs, overflow_contacts

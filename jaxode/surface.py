@@ -1,0 +1,112 @@
+"""Contact surface parameters of a geom, and how two surfaces combine.
+
+A :class:`Surface` holds the fields of Gazebo's ``<surface>`` element / ODE's
+``dSurfaceParameters`` for ONE geom. When two geoms touch, their surfaces are
+combined into the parameters of the contact joint (Gazebo's ODE plugin rules,
+``ODEPhysics::Collide``):
+
+============== ==================================================================
+field          combined value for a contact between geoms 1 and 2
+============== ==================================================================
+mu, mu2        min(mu_1, mu_2), min(mu2_1, mu2_2)
+friction       the model given explicitly by either geom; two different explicit
+               models on a colliding pair are an error at build time; neither
+               explicit: the world's ``friction_model`` ("pyramid")
+fdir1          geom 1's fdir1 (geom frame, rotated to the world) if non-zero,
+               else geom 2's; projected onto the contact plane; if none,
+               ODE's dPlaneSpace directions are used
+bounce         min(bounce_1, bounce_2)
+bounce_vel     min(bounce_vel_1, bounce_vel_2)
+soft_erp       min of the values that are set; unset on both: world erp
+soft_cfm       max of the values that are set; unset on both: world cfm
+max_vel        min(max_vel_1, max_vel_2, world contact_max_correcting_vel)
+min_depth      min(min_depth_1, min_depth_2, world contact_surface_layer)
+max_contacts   min(max_contacts_1, max_contacts_2) points per geom pair
+============== ==================================================================
+
+``max_vel`` and ``min_depth`` default to infinity so that the world values
+(ODE's dWorldSetContactMaxCorrectingVel / dWorldSetContactSurfaceLayer) govern
+unless a surface asks for less, as the Gazebo tutorial describes.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Optional, Sequence
+
+from jaxode.types import FRICTION_MODELS
+
+
+def _finite(name: str, value: float) -> None:
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be finite (got {value!r})")
+
+
+@dataclasses.dataclass(frozen=True)
+class Surface:
+    """Contact surface of one geom (Gazebo ``<surface>``; ODE dSurfaceParameters).
+
+    mu: Coulomb friction coefficient in fdir1 (pyramid model), or the constant
+        force limit in newtons ("box" model); >= 0, ``inf`` allowed.
+    mu2: the same in the second friction direction; ``None`` means equal to mu.
+    fdir1: first friction direction in the geom frame; ``None`` = ODE's default.
+    friction: "pyramid" (ODE dContactApprox1: bound = mu * normal force) or
+        "box" (constant bound mu in newtons); ``None`` = the world's model.
+    bounce: restitution in [0, 1]; bounce_vel: minimum incoming speed [m/s]
+        for a bounce, >= 0.
+    soft_erp: in [0, 1] or ``None`` (world erp); soft_cfm: >= 0 or ``None``
+        (world cfm).
+    max_vel: maximum correcting velocity [m/s] > 0 (``inf`` = world value).
+    min_depth: depth [m] >= 0 allowed before correction (``inf`` = world value).
+    max_contacts: contact points per geom pair, >= 1 (Gazebo default 10).
+    """
+
+    mu: float = 1.0
+    mu2: Optional[float] = None
+    fdir1: Optional[Sequence[float]] = None
+    friction: Optional[str] = None
+    bounce: float = 0.0
+    bounce_vel: float = 0.1
+    soft_erp: Optional[float] = None
+    soft_cfm: Optional[float] = None
+    max_vel: float = math.inf
+    min_depth: float = math.inf
+    max_contacts: int = 10
+
+    def validate(self, where: str = "surface") -> None:
+        """Raise ValueError naming the field and its allowed range."""
+        for name in ("mu", "mu2"):
+            v = getattr(self, name)
+            if v is None:
+                continue
+            if math.isnan(v) or v < 0:
+                raise ValueError(f"{where}.{name} must be >= 0 (inf allowed) (got {v!r})")
+        if self.fdir1 is not None:
+            if len(self.fdir1) != 3:
+                raise ValueError(f"{where}.fdir1 must be a 3-vector (got {self.fdir1!r})")
+            for x in self.fdir1:
+                _finite(f"{where}.fdir1", float(x))
+        if self.friction is not None and self.friction not in FRICTION_MODELS:
+            raise ValueError(
+                f"{where}.friction must be one of {sorted(FRICTION_MODELS)} or None "
+                f"(got {self.friction!r}); the cone model is not available yet")
+        _finite(f"{where}.bounce", self.bounce)
+        if not 0.0 <= self.bounce <= 1.0:
+            raise ValueError(f"{where}.bounce must be in [0, 1] (got {self.bounce!r})")
+        _finite(f"{where}.bounce_vel", self.bounce_vel)
+        if self.bounce_vel < 0:
+            raise ValueError(f"{where}.bounce_vel must be >= 0 m/s (got {self.bounce_vel!r})")
+        if self.soft_erp is not None:
+            _finite(f"{where}.soft_erp", self.soft_erp)
+            if not 0.0 <= self.soft_erp <= 1.0:
+                raise ValueError(f"{where}.soft_erp must be in [0, 1] (got {self.soft_erp!r})")
+        if self.soft_cfm is not None:
+            _finite(f"{where}.soft_cfm", self.soft_cfm)
+            if self.soft_cfm < 0:
+                raise ValueError(f"{where}.soft_cfm must be >= 0 (got {self.soft_cfm!r})")
+        if math.isnan(self.max_vel) or self.max_vel <= 0:
+            raise ValueError(f"{where}.max_vel must be > 0 m/s (inf allowed) (got {self.max_vel!r})")
+        if math.isnan(self.min_depth) or self.min_depth < 0:
+            raise ValueError(f"{where}.min_depth must be >= 0 m (inf allowed) (got {self.min_depth!r})")
+        if not isinstance(self.max_contacts, int) or self.max_contacts < 1:
+            raise ValueError(f"{where}.max_contacts must be an integer >= 1 (got {self.max_contacts!r})")

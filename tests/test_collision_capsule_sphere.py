@@ -1,0 +1,333 @@
+"""Sphere/capsule narrowphase against hand geometry (ODE conventions)."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxode.collision import capsule as cap
+from jaxode.collision import sphere as sph
+from jaxode.collision.types import GeomWorld
+
+FUNCS = {
+    "sphere_plane": (sph.sphere_plane, sph.SPHERE_PLANE_NCON),
+    "sphere_sphere": (sph.sphere_sphere, sph.SPHERE_SPHERE_NCON),
+    "sphere_box": (sph.sphere_box, sph.SPHERE_BOX_NCON),
+    "capsule_plane": (cap.capsule_plane, cap.CAPSULE_PLANE_NCON),
+    "capsule_sphere": (cap.capsule_sphere, cap.CAPSULE_SPHERE_NCON),
+    "capsule_capsule": (cap.capsule_capsule, cap.CAPSULE_CAPSULE_NCON),
+    "capsule_box": (cap.capsule_box, cap.CAPSULE_BOX_NCON),
+}
+# one jitted vmapped wrapper per function, reused by every test
+JV = {k: jax.jit(jax.vmap(f)) for k, (f, _) in FUNCS.items()}
+
+I3 = np.eye(3)
+
+
+def rot_axis_angle(axis, ang):
+    axis = np.asarray(axis, float) / np.linalg.norm(axis)
+    K = np.array([[0, -axis[2], axis[1]], [axis[2], 0, -axis[0]], [-axis[1], axis[0], 0]])
+    return I3 + np.sin(ang) * K + (1 - np.cos(ang)) * K @ K
+
+
+def geom(pos, rot=I3, size=(0, 0, 0)):
+    return GeomWorld(np.asarray(pos, np.float32), np.asarray(rot, np.float32),
+                     np.asarray(size, np.float32))
+
+
+def batch(gs):
+    return GeomWorld(*[jnp.stack([jnp.asarray(getattr(g, f)) for g in gs])
+                       for f in GeomWorld._fields])
+
+
+def collide(name, g1, g2):
+    c = JV[name](batch([g1]), batch([g2]))
+    out = jax.tree_util.tree_map(lambda x: np.asarray(x[0]), c)
+    assert out.depth.shape == (FUNCS[name][1],)
+    for x in (out.pos, out.normal, out.depth):
+        assert np.all(np.isfinite(x))
+    # invalid slots are zeros, valid normals unit
+    inv = ~out.valid
+    assert np.all(out.depth[inv] == 0) and np.all(out.pos[inv] == 0)
+    np.testing.assert_allclose(np.linalg.norm(out.normal[out.valid], axis=-1), 1, atol=1e-5)
+    return out
+
+
+def check_separates(name, g1, g2, c, tol=2e-4):
+    """Moving geom 1 by +normal*depth (deepest valid slot) resolves the contact."""
+    i = int(np.argmax(np.where(c.valid, c.depth, -np.inf)))
+    moved = g1._replace(pos=(g1.pos + c.normal[i] * (c.depth[i] + 1e-6)).astype(np.float32))
+    c2 = collide(name, moved, g2)
+    assert np.all(np.where(c2.valid, c2.depth, 0) <= tol), c2.depth
+
+
+def valid_sorted(c):
+    return c.depth[c.valid]
+
+
+# ---------------------------------------------------------------- sphere-plane
+def test_sphere_plane_resting():
+    s, p = geom([1, 2, 0.4], size=(0.5, 0, 0)), geom([0, 0, 0])
+    c = collide("sphere_plane", s, p)
+    assert c.valid[0]
+    np.testing.assert_allclose(c.depth[0], 0.1, atol=1e-6)
+    np.testing.assert_allclose(c.normal[0], [0, 0, 1], atol=1e-6)
+    np.testing.assert_allclose(c.pos[0], [1, 2, -0.1], atol=1e-6)
+    check_separates("sphere_plane", s, p, c)
+    c = collide("sphere_plane", geom([0, 0, 0.6], size=(0.5, 0, 0)), p)
+    assert not c.valid[0]
+    # centre below the plane: half-space, deep contact
+    c = collide("sphere_plane", geom([0, 0, -2.0], size=(0.5, 0, 0)), p)
+    assert c.valid[0] and abs(c.depth[0] - 2.5) < 1e-6
+
+
+def test_sphere_plane_tilted():
+    R = rot_axis_angle([1, 0, 0], 0.3)
+    n = R[:, 2]
+    p0 = np.array([0.2, -0.1, 0.5])
+    p = geom(p0, R)
+    s = geom(p0 + n * 0.7 + R[:, 0] * 0.3, size=(1.0, 0, 0))
+    c = collide("sphere_plane", s, p)
+    np.testing.assert_allclose(c.depth[0], 0.3, atol=1e-5)
+    np.testing.assert_allclose(c.normal[0], n, atol=1e-6)
+    check_separates("sphere_plane", s, p, c)
+
+
+# --------------------------------------------------------------- sphere-sphere
+def test_sphere_sphere():
+    a, b = geom([0, 0, 0], size=(1, 0, 0)), geom([3, 0, 0], size=(1, 0, 0))
+    assert not collide("sphere_sphere", a, b).valid[0]
+    b = geom([0, 1.5, 0], size=(1, 0, 0))
+    c = collide("sphere_sphere", a, b)
+    assert c.valid[0]
+    np.testing.assert_allclose(c.depth[0], 0.5, atol=1e-6)
+    np.testing.assert_allclose(c.normal[0], [0, -1, 0], atol=1e-6)
+    np.testing.assert_allclose(c.pos[0], [0, 0.75, 0], atol=1e-6)
+    check_separates("sphere_sphere", a, b, c)
+    # concentric: finite, ODE fallback normal (1,0,0), depth r1+r2
+    c = collide("sphere_sphere", a, geom([0, 0, 0], size=(0.5, 0, 0)))
+    assert c.valid[0]
+    np.testing.assert_allclose(c.normal[0], [1, 0, 0])
+    np.testing.assert_allclose(c.depth[0], 1.5)
+
+
+# ------------------------------------------------------------------ sphere-box
+R_BOX = rot_axis_angle([1, 2, 3], 0.7)
+BOX = geom([0.3, -0.2, 0.1], R_BOX, (2.0, 1.0, 0.6))
+
+
+def _in_box(local):
+    return BOX.pos + R_BOX @ np.asarray(local, float)
+
+
+@pytest.mark.parametrize("local,depth,nloc", [
+    ([1.2, 0.1, 0.0], 0.3, [1, 0, 0]),                         # face
+    ([1.1, 0.6, 0.0], 0.5 - np.sqrt(0.02), [1 / np.sqrt(2), 1 / np.sqrt(2), 0]),  # edge
+    ([-1.1, -0.6, -0.4], 0.5 - np.sqrt(0.03), -np.ones(3) / np.sqrt(3)),        # corner
+    ([0.2, 0.1, 0.25], 0.5 + 0.05, [0, 0, 1]),                 # inside, nearest face +z
+    ([-0.9, 0.0, 0.0], 0.5 + 0.1, [-1, 0, 0]),                 # inside, nearest face -x
+])
+def test_sphere_box(local, depth, nloc):
+    s = geom(_in_box(local), size=(0.5, 0, 0))
+    c = collide("sphere_box", s, BOX)
+    assert c.valid[0]
+    np.testing.assert_allclose(c.depth[0], depth, atol=1e-5)
+    np.testing.assert_allclose(c.normal[0], R_BOX @ np.asarray(nloc), atol=1e-5)
+    check_separates("sphere_box", s, BOX, c)
+
+
+def test_sphere_box_miss():
+    assert not collide("sphere_box", geom(_in_box([1.6, 0, 0]), size=(0.5, 0, 0)), BOX).valid[0]
+    assert not collide("sphere_box", geom(_in_box([1.4, 0.8, 0.6]), size=(0.5, 0, 0)), BOX).valid[0]
+
+
+# -------------------------------------------------------------- capsule-plane
+def test_capsule_plane_flat_and_vertical():
+    plane = geom([0, 0, 0])
+    Ry = rot_axis_angle([0, 1, 0], np.pi / 2)  # axis along x
+    c1 = geom([0, 0, 0.45], Ry, (0.5, 2.0, 0))
+    c = collide("capsule_plane", c1, plane)
+    assert c.valid.all()
+    np.testing.assert_allclose(c.depth, [0.05, 0.05], atol=1e-6)
+    np.testing.assert_allclose(c.normal, [[0, 0, 1]] * 2, atol=1e-6)
+    np.testing.assert_allclose(sorted(c.pos[:, 0]), [-1, 1], atol=1e-6)
+    np.testing.assert_allclose(c.pos[:, 2], [-0.05, -0.05], atol=1e-6)
+    check_separates("capsule_plane", c1, plane, c)
+    # vertical capsule (axis exactly on the normal): only the lower cap
+    for R in (I3, rot_axis_angle([1, 0, 0], np.pi)):
+        cv = geom([0, 0, 1.4], R, (0.5, 2.0, 0))
+        c = collide("capsule_plane", cv, plane)
+        assert c.valid.tolist() == [True, False]
+        np.testing.assert_allclose(c.depth[0], 0.1, atol=1e-6)
+        np.testing.assert_allclose(c.pos[0], [0, 0, -0.1], atol=1e-6)
+    # tilted: deeper end first
+    for sgn in (1, -1):
+        ct = geom([0, 0, 0.3], rot_axis_angle([0, 1, 0], sgn * 1.4), (0.5, 2.0, 0))
+        c = collide("capsule_plane", ct, plane)
+        assert c.valid.all()
+        np.testing.assert_allclose(c.depth, [0.2 + np.cos(1.4), 0.2 - np.cos(1.4)], atol=1e-5)
+        np.testing.assert_allclose(c.pos[:, 2], -c.depth, atol=1e-5)
+
+
+# -------------------------------------------------------------- capsule-sphere
+def test_capsule_sphere():
+    cp = geom([0, 0, 0], I3, (0.5, 2.0, 0))
+    s = geom([0.8, 0, 0.5], size=(0.5, 0, 0))  # beside the cylinder
+    c = collide("capsule_sphere", cp, s)
+    np.testing.assert_allclose(c.depth[0], 0.2, atol=1e-6)
+    np.testing.assert_allclose(c.normal[0], [-1, 0, 0], atol=1e-6)
+    check_separates("capsule_sphere", cp, s, c)
+    s = geom([0, 0, 1.8], size=(0.5, 0, 0))  # above the top cap
+    c = collide("capsule_sphere", cp, s)
+    np.testing.assert_allclose(c.depth[0], 0.2, atol=1e-6)
+    np.testing.assert_allclose(c.normal[0], [0, 0, -1], atol=1e-6)
+    assert not collide("capsule_sphere", cp, geom([1.1, 0, 0], size=(0.5, 0, 0))).valid[0]
+    # sphere centre on the axis: finite
+    c = collide("capsule_sphere", cp, geom([0, 0, 0.3], size=(0.5, 0, 0)))
+    assert c.valid[0] and abs(c.depth[0] - 1.0) < 1e-6
+
+
+# ------------------------------------------------------------- capsule-capsule
+def test_capsule_capsule_crossing():
+    a = geom([0, 0, 0], rot_axis_angle([0, 1, 0], np.pi / 2), (0.3, 2.0, 0))  # along x
+    b = geom([0.2, -0.1, 0.5], rot_axis_angle([1, 0, 0], np.pi / 2), (0.3, 2.0, 0))  # along y
+    c = collide("capsule_capsule", a, b)
+    assert c.valid.tolist() == [True, False]
+    np.testing.assert_allclose(c.depth[0], 0.1, atol=1e-5)
+    np.testing.assert_allclose(c.normal[0], [0, 0, -1], atol=1e-5)
+    np.testing.assert_allclose(c.pos[0], [0.2, 0, 0.25], atol=1e-5)
+    check_separates("capsule_capsule", a, b, c)
+
+
+@pytest.mark.parametrize("flip", [False, True])
+def test_capsule_capsule_parallel(flip):
+    a = geom([0, 0, 0], I3, (0.3, 2.0, 0))
+    Rb = rot_axis_angle([1, 0, 0], np.pi) if flip else I3
+    b = geom([0.5, 0, 0.6], Rb, (0.3, 2.0, 0))
+    c = collide("capsule_capsule", a, b)
+    assert c.valid.all()
+    np.testing.assert_allclose(c.depth, [0.1, 0.1], atol=1e-5)
+    np.testing.assert_allclose(c.normal, [[-1, 0, 0]] * 2, atol=1e-5)
+    np.testing.assert_allclose(sorted(c.pos[:, 2]), [-0.4, 1.0], atol=1e-5)
+    check_separates("capsule_capsule", a, b, c)
+    # parallel, coaxial end to end (no overlap interval): single cap contact
+    c = collide("capsule_capsule", a, geom([0, 0, 2.5], I3, (0.3, 2.0, 0)))
+    assert c.valid.tolist() == [True, False]
+    np.testing.assert_allclose(c.depth[0], 0.1, atol=1e-5)
+    np.testing.assert_allclose(c.normal[0], [0, 0, -1], atol=1e-5)
+    # parallel, separated
+    assert not collide("capsule_capsule", a, geom([0.7, 0, 0], I3, (0.3, 2.0, 0))).valid.any()
+
+
+# ----------------------------------------------------------------- capsule-box
+def test_capsule_box_lying_on_face():
+    box = geom([0, 0, -0.5], I3, (4.0, 4.0, 1.0))
+    Ry = rot_axis_angle([0, 1, 0], np.pi / 2)
+    cp = geom([0.3, 0.2, 0.45], Ry, (0.5, 2.0, 0))
+    c = collide("capsule_box", cp, box)
+    assert c.valid.all()
+    np.testing.assert_allclose(c.depth, [0.05, 0.05], atol=1e-5)
+    np.testing.assert_allclose(c.normal, [[0, 0, 1]] * 2, atol=1e-5)
+    np.testing.assert_allclose(sorted(c.pos[:, 0]), [-0.7, 1.3], atol=1e-5)
+    check_separates("capsule_box", cp, box, c)
+
+
+def test_capsule_box_single():
+    box = geom([0, 0, 0], I3, (1.0, 1.0, 1.0))
+    # vertical capsule standing on the top face: one contact
+    cp = geom([0.1, 0.1, 0.5 + 1.0 + 0.3 - 0.02], I3, (0.3, 2.0, 0))
+    c = collide("capsule_box", cp, box)
+    assert c.valid.tolist() == [True, False]
+    np.testing.assert_allclose(c.depth[0], 0.02, atol=1e-5)
+    np.testing.assert_allclose(c.normal[0], [0, 0, 1], atol=1e-5)
+    check_separates("capsule_box", cp, box, c)
+    # long horizontal capsule across the top of a small box: mid contact only
+    Ry = rot_axis_angle([0, 1, 0], np.pi / 2)
+    cp = geom([0.0, 0.1, 0.5 + 0.3 - 0.04], Ry, (0.3, 6.0, 0))
+    c = collide("capsule_box", cp, box)
+    assert c.valid.tolist() == [True, False]
+    np.testing.assert_allclose(c.depth[0], 0.04, atol=1e-5)
+    np.testing.assert_allclose(c.normal[0], [0, 0, 1], atol=1e-5)
+    check_separates("capsule_box", cp, box, c)
+    # over an edge (capsule along y, above the +x top edge at 45 deg)
+    d = 0.3 - 0.05
+    cp = geom([0.5 + d / np.sqrt(2), 0, 0.5 + d / np.sqrt(2)], rot_axis_angle([1, 0, 0], np.pi / 2),
+              (0.3, 4.0, 0))
+    c = collide("capsule_box", cp, box)
+    assert c.valid.tolist() == [True, False]
+    np.testing.assert_allclose(c.depth[0], 0.05, atol=1e-5)
+    np.testing.assert_allclose(c.normal[0], [1 / np.sqrt(2), 0, 1 / np.sqrt(2)], atol=1e-5)
+    # far away
+    assert not collide("capsule_box", geom([3, 0, 0], I3, (0.3, 1.0, 0)), box).valid.any()
+
+
+# ------------------------------------------------------------------ vmap/grad
+def test_vmap_batch():
+    g1 = [geom([0, 0, z], size=(0.5, 0, 0)) for z in (0.4, 0.3, 0.6, -1.0)]
+    g2 = [geom([0, 0, 0])] * 4
+    c = JV["sphere_plane"](batch(g1), batch(g2))
+    assert c.depth.shape == (4, 1) and c.pos.shape == (4, 1, 3)
+    np.testing.assert_allclose(np.asarray(c.depth[:, 0]), [0.1, 0.2, 0.0, 1.5], atol=1e-6)
+    assert np.asarray(c.valid[:, 0]).tolist() == [True, True, False, True]
+    caps = [geom([0, 0, 0], I3, (0.3, 2.0, 0))] * 3
+    others = [geom([0.5, 0, 0.6], I3, (0.3, 2.0, 0)),
+              geom([0.2, -0.1, 0.5], rot_axis_angle([1, 0, 0], np.pi / 2), (0.3, 2.0, 0)),
+              geom([3, 0, 0], I3, (0.3, 2.0, 0))]
+    c = JV["capsule_capsule"](batch(caps), batch(others))
+    assert np.asarray(c.valid).sum(-1).tolist() == [2, 1, 0]
+
+
+DEGENERATE = [
+    ("sphere_sphere", geom([0, 0, 0], size=(1, 0, 0)), geom([0, 0, 0], size=(0.5, 0, 0))),
+    ("sphere_box", geom([0, 0, 0], size=(0.5, 0, 0)), geom([0, 0, 0], I3, (1, 1, 1))),
+    ("sphere_box", geom([0.5, 0.5, 0.5], size=(0.5, 0, 0)), geom([0, 0, 0], I3, (1, 1, 1))),
+    ("sphere_plane", geom([0, 0, 0], size=(0.5, 0, 0)), geom([0, 0, 0])),
+    ("capsule_plane", geom([0, 0, 0.5], I3, (0.5, 1, 0)), geom([0, 0, 0])),
+    ("capsule_sphere", geom([0, 0, 0], I3, (0.5, 1, 0)), geom([0, 0, 0.2], size=(0.5, 0, 0))),
+    ("capsule_capsule", geom([0, 0, 0], I3, (0.5, 1, 0)), geom([0, 0, 0], I3, (0.5, 1, 0))),
+    ("capsule_capsule", geom([0, 0, 0], I3, (0.5, 1, 0)), geom([0.5, 0, 0.3], I3, (0.5, 1, 0))),
+    ("capsule_capsule", geom([0, 0, 0], I3, (0.5, 1, 0)),
+     geom([0, 0, 0], rot_axis_angle([1, 0, 0], np.pi / 2), (0.5, 1, 0))),
+    ("capsule_box", geom([0, 0, 0], I3, (0.5, 1, 0)), geom([0, 0, 0], I3, (1, 1, 1))),
+    ("capsule_box", geom([0, 0, 1.0], I3, (0.5, 1, 0)), geom([0, 0, 0], I3, (1, 1, 1))),
+]
+
+
+def _loss(name):
+    f = FUNCS[name][0]
+
+    def loss(p1, p2, g1, g2):
+        c = f(g1._replace(pos=p1), g2._replace(pos=p2))
+        return jnp.sum(c.depth) + jnp.sum(c.pos) + jnp.sum(c.normal)
+    return jax.jit(jax.grad(loss, argnums=(0, 1)))
+
+
+GRADS = {}
+
+
+@pytest.mark.parametrize("i", range(len(DEGENERATE)))
+def test_grad_finite_degenerate(i):
+    name, g1, g2 = DEGENERATE[i]
+    if name not in GRADS:
+        GRADS[name] = _loss(name)
+    gp1, gp2 = GRADS[name](jnp.asarray(g1.pos), jnp.asarray(g2.pos), g1, g2)
+    assert np.all(np.isfinite(gp1)) and np.all(np.isfinite(gp2))
+    c = collide(name, g1, g2)
+    assert c.valid.any()
+
+
+def test_float64():
+    enable_x64 = getattr(jax, "enable_x64", None)
+    if enable_x64 is None:
+        pytest.skip("no x64 context manager in this jax")
+    with enable_x64(True):
+        cases = DEGENERATE[:8]
+
+        @jax.jit
+        def run_all(gs):
+            return [FUNCS[n][0](a, b) for (n, _, _), (a, b) in zip(cases, gs)]
+
+        to64 = lambda g: GeomWorld(*[jnp.asarray(x, jnp.float64) for x in g])  # noqa: E731
+        out = run_all([(to64(a), to64(b)) for _, a, b in cases])
+        for c in out:
+            assert c.depth.dtype == jnp.float64 and c.pos.dtype == jnp.float64
+            assert np.all(np.isfinite(np.asarray(c.depth))) and bool(c.valid.any())
