@@ -248,7 +248,9 @@ class WorldBuilder:
         """Freeze the scene into a :class:`Model`.
 
         contact_capacity: contacts kept per step over all pairs (default: all
-        slots, at most 4 per dynamic geom + 8); pair_capacity: candidate pairs
+        slots when there are at most 128, which keeps each slot tied to its
+        geom pair and lets the solver index bodies statically; otherwise 4 per
+        dynamic geom + 8); pair_capacity: candidate pairs
         passed to the narrowphase per (type, type) group (default: all pairs of
         the group, at most 64 + 2 per geom). What does not fit is counted in
         ``State.overflow_contacts`` / ``overflow_pairs``.
@@ -294,7 +296,9 @@ class WorldBuilder:
                 type1=key[0], type2=key[1], capacity=cap, ncontact=ncon))
             total_slots += cap * ncon
         if contact_capacity is None:
-            contact_capacity = min(total_slots, 4 * ndyn + 8)
+            # Small scenes keep every slot (static rows: the solver's fast path);
+            # large ones compact the valid contacts into fewer slots.
+            contact_capacity = total_slots if total_slots <= 128 else min(total_slots, 4 * ndyn + 8)
         elif not isinstance(contact_capacity, int) or contact_capacity < 0:
             raise ValueError(f"contact_capacity must be an integer >= 0 (got {contact_capacity!r})")
         contact_capacity = max(min(contact_capacity, total_slots), 0)

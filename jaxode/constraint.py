@@ -1,7 +1,9 @@
 """Stage 4: constraint rows of ODE's contact joint (``dxJointContact::getInfo2``).
 
-Every contact slot gives three rows in ODE's order: the normal row, then the
-friction rows along ``t1`` and ``t2``. A row holds the bodies it couples, the
+Every contact slot gives three rows: the normal row and the friction rows
+along ``t1`` and ``t2``. They are returned as two tables, ``head`` (rows
+without a friction index: normals; joints will join them) and ``tail``
+(friction rows), which is the order QuickStep solves them in. A row holds the bodies it couples, the
 two 6-vector Jacobian blocks (linear, angular; world frame), the velocity
 target ``c`` [m/s], ``cfm``, the bounds ``lo``/``hi`` and the friction index
 (the row whose force bounds this one, -1 if none). Invalid slots give inactive
@@ -51,8 +53,12 @@ def _combine_soft(a: jax.Array, b: jax.Array, world: jax.Array, use_min: bool) -
 
 def contact_rows(model: Model, params: Params, contacts: Contacts, body_pos: jax.Array,
                  body_vel: jax.Array, body_angvel: jax.Array, grot: jax.Array,
-                 h: jax.Array) -> Rows:
-    """Rows of all contact slots (3 per slot) for one world.
+                 h: jax.Array) -> tuple[Rows, Rows]:
+    """Rows of all contact slots for one world: (head, tail).
+
+    head: one normal row per slot (findex -1); tail: two friction rows per
+    slot, contact-major, whose ``findex`` is the slot's normal row in head for
+    the pyramid model and -1 (constant bounds) for the box model.
 
     body_pos/vel/angvel are padded with the static world (index nbody); grot
     (ngeom, 3, 3) geom rotations for fdir1; h the step [s].
@@ -109,30 +115,29 @@ def contact_rows(model: Model, params: Params, contacts: Contacts, body_pos: jax
     jt1a, jt1b = frow(t1)
     jt2a, jt2b = frow(t2)
     ncon = n.shape[0]
-    zero = jnp.zeros((ncon,), dtype)
     inf = jnp.full((ncon,), jnp.inf, dtype)
-    pyramid = contacts.friction == FRICTION_PYRAMID
-    # Stack rows per contact: (ncon, 3, ...) -> (3*ncon, ...).
-    j1 = jnp.where(valid[:, None, None], jnp.stack([jn1, jt1a, jt2a], axis=1), 0.0)
-    j2 = jnp.where(valid[:, None, None], jnp.stack([jn2, jt1b, jt2b], axis=1), 0.0)
-    cc = jnp.where(valid[:, None], jnp.stack([c, zero, zero], axis=1), 0.0)
-    cf = jnp.stack([cfm, jnp.broadcast_to(p.cfm, (ncon,)).astype(dtype),
-                    jnp.broadcast_to(p.cfm, (ncon,)).astype(dtype)], axis=1)
     mu = jnp.maximum(mu, 0.0)
     mu2 = jnp.maximum(mu2, 0.0)
     # ODE (not axis-dependent): no friction rows at all when mu == 0.
     mu2 = jnp.where(mu > 0, mu2, 0.0)
-    lo = jnp.where(valid[:, None], jnp.stack([zero, -mu, -mu2], axis=1), 0.0)
-    hi = jnp.stack([inf, mu, mu2], axis=1)
-    hi = jnp.where(valid[:, None], hi, 0.0)
-    base = 3 * jnp.arange(ncon)
-    fi = jnp.where(pyramid, base, -1)
-    findex = jnp.stack([jnp.full((ncon,), -1), fi, fi], axis=1)
-    bodies1 = jnp.repeat(b1[:, None], 3, axis=1)
-    bodies2 = jnp.repeat(b2[:, None], 3, axis=1)
-    active = jnp.repeat(valid[:, None], 3, axis=1)
-    r = 3 * ncon
-    return Rows(body1=bodies1.reshape(r), body2=bodies2.reshape(r), j1=j1.reshape(r, 6),
-                j2=j2.reshape(r, 6), c=cc.reshape(r), cfm=cf.reshape(r), lo=lo.reshape(r),
-                hi=hi.reshape(r), findex=findex.reshape(r).astype(jnp.int32),
-                active=active.reshape(r))
+    pyramid = contacts.friction == FRICTION_PYRAMID
+    vcol = valid[:, None]
+    head = Rows(
+        body1=b1, body2=b2,
+        j1=jnp.where(vcol, jn1, 0.0), j2=jnp.where(vcol, jn2, 0.0),
+        c=jnp.where(valid, c, 0.0), cfm=cfm.astype(dtype),
+        lo=jnp.zeros((ncon,), dtype), hi=jnp.where(valid, inf, 0.0),
+        findex=jnp.full((ncon,), -1, jnp.int32), active=valid)
+    # Friction rows, contact-major: (t1 of contact 0, t2 of contact 0, t1 of contact 1, ...)
+    fj1 = jnp.stack([jt1a, jt2a], axis=1).reshape(2 * ncon, 6)
+    fj2 = jnp.stack([jt1b, jt2b], axis=1).reshape(2 * ncon, 6)
+    vf = jnp.repeat(valid, 2)
+    bound = jnp.where(vf, jnp.stack([mu, mu2], axis=1).reshape(2 * ncon), 0.0)
+    tail = Rows(
+        body1=jnp.repeat(b1, 2), body2=jnp.repeat(b2, 2),
+        j1=jnp.where(vf[:, None], fj1, 0.0), j2=jnp.where(vf[:, None], fj2, 0.0),
+        c=jnp.zeros((2 * ncon,), dtype), cfm=jnp.broadcast_to(p.cfm, (2 * ncon,)).astype(dtype),
+        lo=-bound, hi=bound,
+        findex=jnp.where(jnp.repeat(pyramid, 2), jnp.repeat(jnp.arange(ncon), 2), -1).astype(jnp.int32),
+        active=vf)
+    return head, tail

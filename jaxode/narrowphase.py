@@ -36,6 +36,17 @@ PAIR_FUNCTIONS = {
 }
 
 
+def total_slots(model: Model) -> int:
+    """Contact slots produced per step before compaction."""
+    return sum(g.capacity * g.ncontact for g in model.pair_groups)
+
+
+def static_slots(model: Model) -> bool:
+    """True when no compaction happens: every contact slot belongs to a fixed geom pair."""
+    return (model.contact_capacity >= total_slots(model)
+            and all(g.capacity >= g.geom1.shape[0] for g in model.pair_groups))
+
+
 def _compact(mask: jax.Array, capacity: int) -> tuple[jax.Array, jax.Array, jax.Array]:
     """Indices of the first ``capacity`` True entries, their validity, and the overflow."""
     n = mask.shape[0]

@@ -39,14 +39,15 @@ def physics_step(model: Model, state: State, params: Params, dt: jax.Array) -> S
 
     # Constraint rows and solve.
     pos_p, vel_p, angvel_p = _pad(state.pos), _pad(state.vel), _pad(state.angvel)
-    rows = constraint.contact_rows(model, p, contacts, pos_p, vel_p, angvel_p, grot, h)
+    head, tail = constraint.contact_rows(model, p, contacts, pos_p, vel_p, angvel_p, grot, h)
     inv_mass_p = _pad(inv_mass)
     inv_inertia_p = _pad(inv_inertia_w)
     acc_lin = inv_mass[:, None] * facc
     acc_ang = jnp.einsum("nij,nj->ni", inv_inertia_w, tacc)
     rhs_body = _pad(-jnp.concatenate([state.vel / h + acc_lin, state.angvel / h + acc_ang], axis=-1))
-    lam, fc = solver.solve_pgs(rows, inv_mass_p, inv_inertia_p, rhs_body, h,
-                               jnp.asarray(p.sor, dtype), model.iterations)
+    lam_n, lam_f, fc = solver.solve_pgs(head, tail, inv_mass_p, inv_inertia_p, rhs_body, h,
+                                        jnp.asarray(p.sor, dtype), model.iterations,
+                                        static_bodies=narrowphase.static_slots(model))
     fc = fc[:-1]
 
     # Velocity update then dxStepBody.
@@ -57,7 +58,8 @@ def physics_step(model: Model, state: State, params: Params, dt: jax.Array) -> S
         state.pos, state.quat, vel, angvel, model.body_finite_rotation, h,
         p.max_angular_speed, p.linear_damping, p.angular_damping,
         p.linear_damping_threshold, p.angular_damping_threshold)
-    contacts = contacts.replace(force=lam.reshape(-1, 3))
+    force = jnp.concatenate([lam_n[:, None], lam_f.reshape(-1, 2)], axis=1)
+    contacts = contacts.replace(force=force)
     return state.replace(
         pos=pos, quat=quat, vel=vel, angvel=angvel,
         force=jnp.zeros_like(state.force), torque=jnp.zeros_like(state.torque),
