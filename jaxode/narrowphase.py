@@ -50,12 +50,12 @@ def static_slots(model: Model) -> bool:
 def _compact(mask: jax.Array, capacity: int) -> tuple[jax.Array, jax.Array, jax.Array]:
     """Indices of the first ``capacity`` True entries, their validity, and the overflow."""
     n = mask.shape[0]
-    count = jnp.sum(mask.astype(jnp.int32))
+    count = jnp.sum(mask, dtype=jnp.int32)
     if capacity >= n:
         return jnp.arange(n), mask, jnp.zeros((), jnp.int32)
     (idx,) = jnp.nonzero(mask, size=capacity, fill_value=0)
     valid = jnp.arange(capacity) < count
-    return idx, valid, jnp.maximum(count - capacity, 0)
+    return idx, valid, jnp.maximum(count - capacity, 0).astype(jnp.int32)
 
 
 def collide(model: Model, gpos: jax.Array, grot: jax.Array, lo: jax.Array,
@@ -97,7 +97,7 @@ def collide(model: Model, gpos: jax.Array, grot: jax.Array, lo: jax.Array,
         return contacts, zero, overflow_pairs, zero
     cat = {key: jnp.concatenate([p[key] for p in parts], axis=0) for key in parts[0]}
     valid = cat["valid"]
-    nfound = jnp.sum(valid.astype(jnp.int32))
+    nfound = jnp.sum(valid, dtype=jnp.int32)
     idx, cvalid, overflow_contacts = _compact(valid, cap)
     sel = {key: v[idx] for key, v in cat.items()}
     m = cvalid

@@ -63,9 +63,9 @@ def physics_step(model: Model, state: State, params: Params, dt: jax.Array) -> S
     return state.replace(
         pos=pos, quat=quat, vel=vel, angvel=angvel,
         force=jnp.zeros_like(state.force), torque=jnp.zeros_like(state.torque),
-        time=state.time + h, contacts=contacts, ncontact=nfound,
-        overflow_pairs=state.overflow_pairs + ovf_pairs,
-        overflow_contacts=state.overflow_contacts + ovf_contacts)
+        time=state.time + h, contacts=contacts, ncontact=nfound.astype(jnp.int32),
+        overflow_pairs=(state.overflow_pairs + ovf_pairs).astype(jnp.int32),
+        overflow_contacts=(state.overflow_contacts + ovf_contacts).astype(jnp.int32))
 
 
 def guarded_step(model: Model, state: State, params: Params, dt: jax.Array) -> State:
