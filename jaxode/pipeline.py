@@ -61,9 +61,10 @@ def physics_step(model: Model, state: State, params: Params, dt: jax.Array) -> S
     force = jnp.concatenate([lam_n[:, None], lam_f.reshape(-1, 2)], axis=1)
     contacts = contacts.replace(force=force)
     return state.replace(
-        pos=pos, quat=quat, vel=vel, angvel=angvel,
+        pos=pos.astype(dtype), quat=quat.astype(dtype), vel=vel.astype(dtype),
+        angvel=angvel.astype(dtype),
         force=jnp.zeros_like(state.force), torque=jnp.zeros_like(state.torque),
-        time=state.time + h, contacts=contacts, ncontact=nfound.astype(jnp.int32),
+        time=(state.time + h).astype(state.time.dtype), contacts=contacts, ncontact=nfound.astype(jnp.int32),
         overflow_pairs=(state.overflow_pairs + ovf_pairs).astype(jnp.int32),
         overflow_contacts=(state.overflow_contacts + ovf_contacts).astype(jnp.int32))
 

@@ -6,10 +6,15 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-jax.config.update("jax_enable_x64", True)
+from jaxode.collision.box import BOX_BOX_NCON, BOX_PLANE_NCON, box_box, box_plane
+from jaxode.collision.types import GeomWorld
 
-from jaxode.collision.box import BOX_BOX_NCON, BOX_PLANE_NCON, box_box, box_plane  # noqa: E402
-from jaxode.collision.types import GeomWorld  # noqa: E402
+
+@pytest.fixture(autouse=True)
+def _x64():
+    """Double precision for this module only (it must not leak into other modules)."""
+    with jax.enable_x64(True):
+        yield
 
 _bp = jax.jit(jax.vmap(box_plane))
 _bb = jax.jit(jax.vmap(box_box))

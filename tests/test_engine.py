@@ -226,7 +226,9 @@ def test_force_helpers_match_newton_euler_and_are_zeroed(free_bodies):
 def test_finite_rotation_is_exact_and_damping_and_speed_cap_follow_ode(free_bodies):
     model, _ = free_bodies
     w = 10.0
-    s = jaxode.init(model).replace(angvel=jnp.asarray([[0.0, 0.0, w], [0.0, 0.0, w]], jnp.float32))
+    s = jaxode.init(model)
+    dt_ = s.pos.dtype
+    s = s.replace(angvel=jnp.asarray([[0.0, 0.0, w], [0.0, 0.0, w]], dt_))
     n = 25
     final, _ = jaxode.rollout(model, s, n, H)
     # body 1 (finite rotation, spin about a principal axis of an isotropic body): exact angle
@@ -237,10 +239,10 @@ def test_finite_rotation_is_exact_and_damping_and_speed_cap_follow_ode(free_bodi
     q0 = np.asarray(final.quat[0])
     assert abs(2 * math.atan2(q0[3], q0[0]) - angle) < 0.05
     # damping: v *= (1 - linear_damping) each step above the threshold; angular speed capped
-    p = model.params.replace(linear_damping=jnp.float32(0.1), angular_damping=jnp.float32(0.0),
-                             max_angular_speed=jnp.float32(4.0))
-    s = jaxode.init(model).replace(vel=jnp.asarray([[1.0, 0.0, 0.0], [0.0, 0.0, 0.0]], jnp.float32),
-                                   angvel=jnp.asarray([[0.0, 0.0, w], [0.0, 0.0, 0.0]], jnp.float32))
+    p = model.params.replace(linear_damping=jnp.asarray(0.1, dt_), angular_damping=jnp.asarray(0.0, dt_),
+                             max_angular_speed=jnp.asarray(4.0, dt_))
+    s = jaxode.init(model).replace(vel=jnp.asarray([[1.0, 0.0, 0.0], [0.0, 0.0, 0.0]], dt_),
+                                   angvel=jnp.asarray([[0.0, 0.0, w], [0.0, 0.0, 0.0]], dt_))
     final, _ = jaxode.rollout(model, s, n, H, params=p)
     np.testing.assert_allclose(float(final.vel[0, 0]), 0.9 ** n, rtol=1e-5)
     np.testing.assert_allclose(float(final.angvel[0, 2]), 4.0, rtol=1e-6)
