@@ -52,7 +52,8 @@ def step_body(pos, quat, vel, angvel, finite, h, max_angular_speed,
     """ODE's dxStepBody for one body after its velocity update."""
     w2 = jnp.sum(angvel * angvel)
     over = w2 > max_angular_speed * max_angular_speed
-    scale = max_angular_speed / jnp.sqrt(jnp.where(over, w2, 1.0))
+    # (both branches stay finite so that gradients never see 0 * inf)
+    scale = jnp.where(over, max_angular_speed, 1.0) / jnp.sqrt(jnp.where(over, w2, 1.0))
     angvel = jnp.where(over, angvel * scale, angvel)
     pos = pos + h * vel
     # Infinitesimal rotation: q += h * 0.5 * (0, w) * q

@@ -46,8 +46,7 @@ def physics_step(model: Model, state: State, params: Params, dt: jax.Array) -> S
     acc_ang = jnp.einsum("nij,nj->ni", inv_inertia_w, tacc)
     rhs_body = _pad(-jnp.concatenate([state.vel / h + acc_lin, state.angvel / h + acc_ang], axis=-1))
     lam_n, lam_f, fc = solver.solve_pgs(head, tail, inv_mass_p, inv_inertia_p, rhs_body, h,
-                                        jnp.asarray(p.sor, dtype), model.iterations,
-                                        static_bodies=narrowphase.static_slots(model))
+                                        jnp.asarray(p.sor, dtype), model.iterations)
     fc = fc[:-1]
 
     # Velocity update then dxStepBody.

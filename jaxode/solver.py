@@ -24,24 +24,26 @@ among the head rows. Both only matter where 20 iterations leave the problem
 unconverged.
 
 Implementation: each sweep is two ``lax.scan`` passes (head, then tail) whose
-per-row data are scan inputs, so rows are read contiguously. When the rows'
-bodies are fixed by the model (no contact compaction: every contact slot
-belongs to a known geom pair), a batch of worlds shares the body indices and
-``fc`` is read and written by dynamic slicing, the fast path. Otherwise a
-body's ``fc`` is gathered and updated through one-hot vectors over the (few)
-bodies of a world, or by indexed gather/scatter for worlds with many bodies.
+per-row data are scan inputs. Under ``jax.vmap`` a custom batching rule lays
+the worlds out as the trailing, contiguous axis ("world-minor"), so a row
+update is a few vector operations across all worlds; when the rows' bodies are
+fixed by the model (no contact compaction: every slot belongs to a known geom
+pair) the batch shares the body indices and ``fc`` is read and written by
+dynamic slicing. Measured 2.2x faster than plain vmap on CPU (bench/).
+Derivatives (forward and reverse) go through the same loop without the
+custom rule.
 """
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+from jax.custom_batching import custom_vmap
 
 from jaxode.constraint import Rows
 
-# Above this many bodies per world, index fc directly instead of one-hot.
-ONE_HOT_MAX_BODIES = 24
 # Rows per scan step (loop unrolling).
 UNROLL = 4
 
@@ -80,16 +82,111 @@ def _prepare(rows: Rows, inv_mass, inv_inertia, rhs_body, h, sor) -> _Prepared:
                      rhs * ad, cfm * ad, rows.lo, rows.hi)
 
 
+def _sweeps(iterations: int, b1h, b2h, b1t, b2t, fidx, pyramid, *rows):
+    """The SOR sweeps, world-minor: every float array carries a trailing world axis W.
+
+    rows = (head: j1, j2, imj1, imj2 (R, 6, W), rhs, cfm, lo, hi (R, W);
+            tail: the same, then fc0 (B, 6, W)). Body indices are shared by all
+    W worlds, so fc is read and written by dynamic slicing.
+    """
+    (hj1, hj2, hi1, hi2, hrhs, hcfm, hlo, hhi,
+     tj1, tj2, ti1, ti2, trhs, tcfm, tlo, thi, fc0) = rows
+    nh, nt = b1h.shape[0], b1t.shape[0]
+    w = fc0.shape[-1]
+    dtype = fc0.dtype
+
+    def update(fc, a1, a2, j1, j2, i1, i2, rhs, cfm, lam, lo, hi):
+        v1 = jax.lax.dynamic_index_in_dim(fc, a1, 0, keepdims=False)
+        v2 = jax.lax.dynamic_index_in_dim(fc, a2, 0, keepdims=False)
+        delta = rhs - lam * cfm - jnp.sum(j1 * v1, axis=0) - jnp.sum(j2 * v2, axis=0)
+        new = jnp.clip(lam + delta, lo, hi)
+        d = new - lam
+        fc = jax.lax.dynamic_update_index_in_dim(fc, v1 + d * i1, a1, 0)
+        v2 = jax.lax.dynamic_index_in_dim(fc, a2, 0, keepdims=False)
+        fc = jax.lax.dynamic_update_index_in_dim(fc, v2 + d * i2, a2, 0)
+        return fc, new
+
+    def head_row(fc, x):
+        return update(fc, *x)
+
+    def tail_row(fc, x):
+        *x, lam_n, lo, hi, pyr = x
+        bound = jnp.where(jnp.isinf(hi), jnp.inf, jnp.abs(hi * lam_n))
+        return update(fc, *x, jnp.where(pyr, -bound, lo), jnp.where(pyr, bound, hi))
+
+    def sweep(carry, _):
+        fc, lam_h, lam_t = carry
+        if nh:
+            fc, lam_h = jax.lax.scan(
+                head_row, fc, (b1h, b2h, hj1, hj2, hi1, hi2, hrhs, hcfm, lam_h, hlo, hhi),
+                unroll=UNROLL)
+        if nt:
+            lam_n = lam_h[fidx] if nh else jnp.zeros((nt, w), dtype)
+            fc, lam_t = jax.lax.scan(
+                tail_row, fc, (b1t, b2t, tj1, tj2, ti1, ti2, trhs, tcfm, lam_t, lam_n, tlo, thi,
+                               pyramid), unroll=UNROLL)
+        return (fc, lam_h, lam_t), None
+
+    carry = (fc0, jnp.zeros((nh, w), dtype), jnp.zeros((nt, w), dtype))
+    (fc, lam_h, lam_t), _ = jax.lax.scan(sweep, carry, None, length=iterations)
+    return lam_h, lam_t, fc
+
+
+def _to_world_minor(x, batched: bool, w: int):
+    if batched:
+        return jnp.moveaxis(x, 0, -1)
+    return jnp.broadcast_to(x[..., None], x.shape + (w,))
+
+
+@functools.lru_cache(maxsize=None)
+def _batched_sweeps(iterations: int):
+    """``_sweeps`` for one world, with a vmap rule that runs a batch world-minor.
+
+    Under ``jax.vmap`` the worlds become the trailing (contiguous) axis of
+    every float array, so each row update is a handful of vector operations
+    over all worlds. If the body indices differ between worlds (contact
+    compaction), the rule falls back to plain vmap (gather/scatter).
+    """
+    nidx = 6
+
+    def plain(*args):
+        idx, rows = args[:nidx], args[nidx:]
+        out = _sweeps(iterations, *idx, *(r[..., None] for r in rows))
+        return tuple(o[..., 0] for o in out)
+
+    run = custom_vmap(plain)
+
+    @run.def_vmap
+    def rule(axis_size, in_batched, *args):
+        if any(in_batched[:nidx]):
+            axes = [0 if b else None for b in in_batched]
+            return jax.vmap(run, in_axes=axes)(*args), (True, True, True)
+        idx, rows = args[:nidx], args[nidx:]
+        rows = [_to_world_minor(r, b, axis_size) for r, b in zip(rows, in_batched[nidx:])]
+        out = _sweeps(iterations, *idx, *rows)
+        return tuple(jnp.moveaxis(o, -1, 0) for o in out), (True, True, True)
+
+    # custom_vmap has no reverse mode; derivatives come from the plain loop
+    # (same arithmetic, world-major under vmap), forward and reverse alike.
+    @jax.custom_jvp
+    def solve(*args):
+        return run(*args)
+
+    @solve.defjvp
+    def solve_jvp(primals, tangents):
+        return jax.jvp(plain, primals, tangents)
+
+    return solve
+
+
 def solve_pgs(head: Rows, tail: Rows, inv_mass: jax.Array, inv_inertia: jax.Array,
-              rhs_body: jax.Array, h: jax.Array, sor: jax.Array, iterations: int,
-              static_bodies: bool = False) -> tuple[jax.Array, jax.Array, jax.Array]:
+              rhs_body: jax.Array, h: jax.Array, sor: jax.Array, iterations: int
+              ) -> tuple[jax.Array, jax.Array, jax.Array]:
     """Run QuickStep's SOR-LCP for one world.
 
     head, tail: row tables (tail rows' ``findex`` index head rows, -1 = fixed
     bounds). inv_mass (B,), inv_inertia (B, 3, 3) world frame, rhs_body (B, 6)
     = -(v/h + M^-1 f_ext), with B = nbody + 1 (last = static world, zeros).
-    static_bodies: the rows' body indices are the same in every world of a
-    batch (no contact compaction), so fc is indexed by slicing.
     Returns (lambda_head [N], lambda_tail [N], fc (B, 6) = M^-1 J^T lambda).
     """
     dtype = rhs_body.dtype
@@ -100,55 +197,9 @@ def solve_pgs(head: Rows, tail: Rows, inv_mass: jax.Array, inv_inertia: jax.Arra
         return jnp.zeros((0,), dtype), jnp.zeros((0,), dtype), fc0
     ph = _prepare(head, inv_mass, inv_inertia, rhs_body, h, sor)
     pt = _prepare(tail, inv_mass, inv_inertia, rhs_body, h, sor)
-    one_hot = (not static_bodies) and nb <= ONE_HOT_MAX_BODIES
-    bodies = jnp.arange(nb)
-
-    def body_access(b):
-        if one_hot:
-            return (bodies == b).astype(dtype)
-        return b
-
-    def get(fc, acc):
-        return jnp.sum(acc[:, None] * fc, axis=0) if one_hot else fc[acc]
-
-    def add(fc, acc, v):
-        return fc + acc[:, None] * v[None, :] if one_hot else fc.at[acc].add(v)
-
-    def row_update(fc, x, lo, hi):
-        a1, a2, j1, j2, imj1, imj2, rhs, cfm, lam = x
-        delta = rhs - lam * cfm - _dot6(j1, get(fc, a1)) - _dot6(j2, get(fc, a2))
-        new = jnp.clip(lam + delta, lo, hi)
-        d = new - lam
-        fc = add(add(fc, a1, d * imj1), a2, d * imj2)
-        return fc, new
-
-    acc_h = (jax.vmap(body_access)(ph.b1), jax.vmap(body_access)(ph.b2))
-    acc_t = (jax.vmap(body_access)(pt.b1), jax.vmap(body_access)(pt.b2))
     pyramid = tail.findex >= 0
     fidx = jnp.maximum(tail.findex, 0)
-
-    def head_row(fc, x):
-        *x, lo, hi = x
-        return row_update(fc, x, lo, hi)
-
-    def tail_row(fc, x):
-        *x, lam_n, lo, hi, pyr = x
-        bound = jnp.where(jnp.isinf(hi), jnp.inf, jnp.abs(hi * lam_n))
-        return row_update(fc, x, jnp.where(pyr, -bound, lo), jnp.where(pyr, bound, hi))
-
-    def sweep(carry, _):
-        fc, lam_h, lam_t = carry
-        if nh:
-            fc, lam_h = jax.lax.scan(
-                head_row, fc, (*acc_h, ph.j1, ph.j2, ph.imj1, ph.imj2, ph.rhs, ph.cfm, lam_h,
-                               ph.lo, ph.hi), unroll=UNROLL)
-        if nt:
-            lam_n = lam_h[fidx] if nh else jnp.zeros((nt,), dtype)
-            fc, lam_t = jax.lax.scan(
-                tail_row, fc, (*acc_t, pt.j1, pt.j2, pt.imj1, pt.imj2, pt.rhs, pt.cfm, lam_t,
-                               lam_n, pt.lo, pt.hi, pyramid), unroll=UNROLL)
-        return (fc, lam_h, lam_t), None
-
-    carry = (fc0, jnp.zeros((nh,), dtype), jnp.zeros((nt,), dtype))
-    (fc, lam_h, lam_t), _ = jax.lax.scan(sweep, carry, None, length=iterations)
-    return lam_h, lam_t, fc
+    run = _batched_sweeps(iterations)
+    return run(ph.b1, ph.b2, pt.b1, pt.b2, fidx, pyramid,
+               ph.j1, ph.j2, ph.imj1, ph.imj2, ph.rhs, ph.cfm, ph.lo, ph.hi,
+               pt.j1, pt.j2, pt.imj1, pt.imj2, pt.rhs, pt.cfm, pt.lo, pt.hi, fc0)

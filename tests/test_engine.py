@@ -343,3 +343,21 @@ def test_conflicting_friction_models_raise_at_build():
     b.add_sphere(radius=0.1, body=body, surface=jaxode.Surface(friction="pyramid"))
     with pytest.raises(ValueError, match="friction"):
         b.build()
+
+
+# ------------------------------------------------------------------ gradients
+def test_gradient_through_contact_rollout_matches_the_discrete_recursion(slide):
+    """While the box slides, x_n = h sum_k (v0 - mu g h k), so dx_n/dmu = -g h^2 n(n+1)/2."""
+    model = slide["model"]
+    s = jaxode.init(model)
+    n = 30
+
+    def final_x(mu):
+        p = model.params.replace(mu=jnp.full_like(model.params.mu, mu))
+        return jaxode.rollout(model, s, n, H, params=p)[0].pos[0, 0]
+
+    mus = jnp.asarray([0.3, 0.5], s.pos.dtype)
+    values, grads = jax.vmap(jax.value_and_grad(final_x))(mus)
+    for mu, x, g in zip([0.3, 0.5], np.asarray(values), np.asarray(grads)):
+        assert x == pytest.approx(n * H * 2.0 - mu * G * H * H * n * (n + 1) / 2, rel=1e-4)
+        assert g == pytest.approx(-G * H * H * n * (n + 1) / 2, rel=1e-3)
