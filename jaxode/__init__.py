@@ -8,6 +8,8 @@ from jaxode.api import (add_force, add_force_at_pos, add_force_at_rel_pos, add_r
                         add_rel_force_at_pos, add_rel_force_at_rel_pos, add_rel_torque,
                         add_torque, init, rollout, step)
 from jaxode.builder import WorldBuilder
+from jaxode.joint_api import (add_hinge_torque, add_slider_force, hinge_angle, hinge_angle_rate,
+                              joint_feedback, slider_position, slider_position_rate)
 from jaxode.surface import Surface
 from jaxode.types import Contacts, Model, Params, State, Trajectory, batch
 
@@ -17,4 +19,6 @@ __all__ = [
     "init", "step", "rollout", "batch", "mass",
     "add_force", "add_torque", "add_rel_force", "add_rel_torque", "add_force_at_pos",
     "add_force_at_rel_pos", "add_rel_force_at_pos", "add_rel_force_at_rel_pos",
+    "hinge_angle", "hinge_angle_rate", "slider_position", "slider_position_rate",
+    "joint_feedback", "add_hinge_torque", "add_slider_force",
 ]

@@ -29,7 +29,8 @@ def init(model: Model) -> State:
                  force=jnp.zeros((nb, 3), dtype), torque=jnp.zeros((nb, 3), dtype),
                  time=jnp.zeros((), dtype), contacts=contacts, ncontact=jnp.zeros((), jnp.int32),
                  overflow_pairs=jnp.zeros((), jnp.int32), overflow_contacts=jnp.zeros((), jnp.int32),
-                 nonfinite=jnp.zeros((), bool))
+                 nonfinite=jnp.zeros((), bool),
+                 joint_feedback=jnp.zeros((model.njoint, 4, 3), dtype))
 
 
 def _check_dt(dt) -> None:

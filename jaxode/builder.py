@@ -18,6 +18,7 @@ from jaxode import mass as mass_lib
 from jaxode.collision import types as ct
 from jaxode.surface import Surface
 from jaxode.types import FRICTION_MODELS, Model, PairGroup, Params
+from jaxode import joints as jt
 from jaxode import narrowphase
 
 
@@ -133,6 +134,7 @@ class WorldBuilder:
         self.friction_model = friction_model
         self.bodies: list[dict] = []
         self.geoms: list[dict] = []
+        self.joints: list[dict] = []
 
     # ------------------------------------------------------------------ bodies
     def add_body(self, pos: Sequence[float] = (0.0, 0.0, 0.0), quat: Sequence[float] = (1.0, 0.0, 0.0, 0.0),
@@ -234,6 +236,133 @@ class WorldBuilder:
         return self._add_geom(ct.CAPSULE, np.array([r, ln, 0.0]), body, pos, quat, surface,
                               category_bits, collide_bits)
 
+    # ------------------------------------------------------------------ joints
+    _AXIS_DEFAULTS = dict(lo_stop=-math.inf, hi_stop=math.inf, vel=0.0, fmax=0.0,
+                          fudge_factor=1.0, bounce=0.0, cfm=None, stop_erp=None, stop_cfm=None)
+
+    def _add_joint(self, jtype: int, body1, body2, naxis: int, collide: bool, geometry: dict,
+                   params: dict) -> int:
+        i = len(self.joints)
+        where = f"joint {i} ({jt.JOINT_TYPE_NAMES[jtype]})"
+        nb = len(self.bodies)
+        for name, b in (("body1", body1), ("body2", body2)):
+            if b is None and name == "body2":
+                continue
+            if not isinstance(b, (int, np.integer)) or not 0 <= b < nb:
+                raise ValueError(f"{where}: {name} must be an existing body index in [0, {nb - 1}]"
+                                 + (" or None (the static world)" if name == "body2" else "")
+                                 + f" (got {b!r})")
+        if body2 is not None and int(body1) == int(body2):
+            raise ValueError(f"{where}: body1 and body2 must be different bodies (got {body1} twice)")
+        axes = []
+        suffixes = ["", "2", "3"][:3]
+        for k, suf in enumerate(suffixes):
+            ax = {}
+            for key, default in self._AXIS_DEFAULTS.items():
+                v = params.pop(key + suf, default)
+                if v is None:
+                    ax[key] = -1.0
+                    continue
+                fname = f"{where}: {key}{suf}"
+                if key in ("lo_stop", "hi_stop"):
+                    ax[key] = _scalar(fname, v, allow_inf=True)
+                elif key == "vel":
+                    ax[key] = _scalar(fname, v)
+                elif key in ("fmax", "cfm", "stop_cfm"):
+                    ax[key] = _scalar(fname, v, 0.0, None, allow_inf=(key == "fmax"))
+                elif key in ("fudge_factor", "bounce", "stop_erp"):
+                    ax[key] = _scalar(fname, v, 0.0, 1.0)
+            if ax["hi_stop"] < ax["lo_stop"]:
+                raise ValueError(f"{where}: hi_stop{suf} must be >= lo_stop{suf} "
+                                 f"(got lo {ax['lo_stop']}, hi {ax['hi_stop']})")
+            if k >= naxis and any(ax[key] != (self._AXIS_DEFAULTS[key] if self._AXIS_DEFAULTS[key]
+                                              is not None else -1.0) for key in ax):
+                raise ValueError(f"{where}: has {naxis} axis(es); parameters with suffix "
+                                 f"{suf!r} do not apply")
+            axes.append(ax)
+        if params:
+            raise ValueError(f"{where}: unknown parameter(s) {sorted(params)}")
+        self.joints.append(dict(type=jtype, body1=int(body1), body2=None if body2 is None else int(body2),
+                                collide=bool(collide), geometry=geometry, axes=axes))
+        return i
+
+    def _axis(self, where: str, name: str, v) -> np.ndarray:
+        a = _vec(f"{where}: {name}", v, 3)
+        n = np.linalg.norm(a)
+        if n < 1e-12:
+            raise ValueError(f"{where}: {name} must have non-zero length (got {tuple(a)})")
+        return a / n
+
+    def add_ball(self, body1: int, body2: Optional[int] = None, anchor=(0.0, 0.0, 0.0),
+                 collide: bool = False) -> int:
+        """Ball-and-socket joint (dJointCreateBall) at world point ``anchor`` [m]."""
+        where = f"joint {len(self.joints)} (ball)"
+        return self._add_joint(jt.BALL, body1, body2, 0, collide,
+                               dict(anchor=_vec(f"{where}: anchor", anchor, 3)), {})
+
+    def add_hinge(self, body1: int, body2: Optional[int] = None, anchor=(0.0, 0.0, 0.0),
+                  axis=(0.0, 0.0, 1.0), collide: bool = False, **params) -> int:
+        """Hinge (dJointCreateHinge): world ``anchor`` [m] and ``axis``; per-axis
+        lo_stop, hi_stop [rad], vel [rad/s], fmax [N m], fudge_factor, bounce,
+        cfm, stop_erp, stop_cfm. The angle is zero at the build-time pose."""
+        where = f"joint {len(self.joints)} (hinge)"
+        return self._add_joint(jt.HINGE, body1, body2, 1, collide, dict(
+            anchor=_vec(f"{where}: anchor", anchor, 3), axis=self._axis(where, "axis", axis)), params)
+
+    def add_slider(self, body1: int, body2: Optional[int] = None, axis=(0.0, 0.0, 1.0),
+                   collide: bool = False, **params) -> int:
+        """Slider (dJointCreateSlider) along world ``axis``; per-axis parameters as
+        add_hinge with stops in metres and fmax in newtons. Position zero at build time."""
+        where = f"joint {len(self.joints)} (slider)"
+        return self._add_joint(jt.SLIDER, body1, body2, 1, collide,
+                               dict(axis=self._axis(where, "axis", axis)), params)
+
+    def add_fixed(self, body1: int, body2: Optional[int] = None, collide: bool = False) -> int:
+        """Fixed joint (dJointCreateFixed + dJointSetFixed): keeps the build-time relative pose."""
+        return self._add_joint(jt.FIXED, body1, body2, 0, collide, {}, {})
+
+    def _joint_groups(self, nbody: int):
+        """Body-frame geometry of every joint as ODE's dJointSet* would store it."""
+        groups: dict[int, list] = {}
+        index = []
+        for i, j in enumerate(self.joints):
+            b1 = self.bodies[j["body1"]]
+            p1, r1, q1 = b1["pos"], _quat_to_mat(b1["quat"]), b1["quat"]
+            if j["body2"] is None:
+                p2, r2, q2, has2, bi2 = np.zeros(3), np.eye(3), np.array([1.0, 0, 0, 0]), 0.0, nbody
+            else:
+                b2 = self.bodies[j["body2"]]
+                p2, r2, q2, has2, bi2 = b2["pos"], _quat_to_mat(b2["quat"]), b2["quat"], 1.0, j["body2"]
+            geo = j["geometry"]
+            anchor = geo.get("anchor", p1)
+            axis = geo.get("axis", np.array([0.0, 0.0, 1.0]))
+            qc = q1 * np.array([1.0, -1, -1, -1])
+            w1, x1, y1, z1 = qc
+            w2, x2, y2, z2 = q2
+            qrel = np.array([w1 * w2 - x1 * x2 - y1 * y2 - z1 * z2, w1 * x2 + x1 * w2 + y1 * z2 - z1 * y2,
+                             w1 * y2 + y1 * w2 + z1 * x2 - x1 * z2, w1 * z2 + z1 * w2 + x1 * y2 - y1 * x2])
+            if j["type"] == jt.FIXED:
+                offset = r1.T @ (p1 - p2) if has2 else p1
+            else:
+                offset = r2.T @ (p1 - p2) if has2 else p1
+            row = dict(body1=j["body1"], body2=bi2, has2=has2,
+                       anchor1=r1.T @ (anchor - p1), anchor2=r2.T @ (anchor - p2) if has2 else anchor,
+                       axis1=r1.T @ axis, axis2=r2.T @ axis if has2 else axis, qrel=qrel, offset=offset)
+            lst = groups.setdefault(j["type"], [])
+            index.append((j["type"], len(lst)))
+            lst.append((i, row))
+        out = []
+        for jtype in sorted(groups):
+            rows = groups[jtype]
+            f = lambda key: jnp.asarray(np.array([r[key] for _, r in rows]))
+            out.append(jt.JointGroup(
+                ids=jnp.asarray(np.array([i for i, _ in rows], dtype=np.int32)),
+                body1=jnp.asarray(np.array([r["body1"] for _, r in rows], dtype=np.int32)),
+                body2=jnp.asarray(np.array([r["body2"] for _, r in rows], dtype=np.int32)),
+                has2=f("has2"), anchor1=f("anchor1"), anchor2=f("anchor2"), axis1=f("axis1"),
+                axis2=f("axis2"), qrel=f("qrel"), offset=f("offset"), type=jtype))
+        return tuple(out), tuple(index)
+
     # ------------------------------------------------------------------- build
     def _pair_friction(self, g1: dict, g2: dict, i: int, j: int) -> int:
         f1, f2 = g1["surface"].friction, g2["surface"].friction
@@ -258,6 +387,7 @@ class WorldBuilder:
         if not self.bodies:
             raise ValueError("the world needs at least one body (add_body)")
         nbody, ngeom = len(self.bodies), len(self.geoms)
+        jointed = {frozenset((j["body1"], j["body2"])) for j in self.joints if not j["collide"]}
         groups: dict[tuple[int, int], list] = {}
         for i in range(ngeom):
             for j in range(i + 1, ngeom):
@@ -268,6 +398,8 @@ class WorldBuilder:
                     continue
                 if not ((gi["category"] & gj["collide"]) or (gj["category"] & gi["collide"])):
                     continue
+                if frozenset((gi["body"], gj["body"])) in jointed:
+                    continue  # bodies joined by a joint without collide=True
                 a, b = i, j
                 key = (gi["type"], gj["type"])
                 if key not in narrowphase.PAIR_FUNCTIONS:
@@ -333,7 +465,11 @@ class WorldBuilder:
             soft_cfm=f(np.array([unset(s.soft_cfm) for s in surf], dtype=np.float64).reshape(ngeom)),
             max_vel=f(np.array([s.max_vel for s in surf], dtype=np.float64).reshape(ngeom)),
             min_depth=f(np.array([s.min_depth for s in surf], dtype=np.float64).reshape(ngeom)),
+            **{f"joint_{key}": f(np.array([[ax[key] for ax in j["axes"]] for j in self.joints],
+                                          dtype=np.float64).reshape(len(self.joints), 3))
+               for key in self._AXIS_DEFAULTS},
         )
+        joint_groups, joint_index = self._joint_groups(nbody)
         model = Model(
             nbody=nbody, ngeom=ngeom,
             body_gravity=f(np.array([float(bb["gravity"]) for bb in b])),
@@ -344,7 +480,8 @@ class WorldBuilder:
             geom_pos=f(np.array([gg["pos"] for gg in g]).reshape(ngeom, 3)),
             geom_quat=f(np.array([gg["quat"] for gg in g]).reshape(ngeom, 4)),
             geom_size=f(np.array([gg["size"] for gg in g]).reshape(ngeom, 3)),
-            pair_groups=tuple(pair_groups), params=params,
+            pair_groups=tuple(pair_groups), joint_groups=joint_groups, params=params,
+            njoint=len(self.joints), joint_index=joint_index,
             contact_capacity=int(contact_capacity), iterations=self.iterations, solver="pgs")
         model_init = dict(
             pos=np.stack([bb["pos"] for bb in b]), quat=np.stack([bb["quat"] for bb in b]),

@@ -40,6 +40,12 @@ class Params:
       (zero vector = unset), bounce (restitution in [0, 1]), bounce_vel [m/s]
       (minimum incoming speed for a bounce), soft_erp, soft_cfm (negative =
       unset: the world's erp/cfm apply), max_vel [m/s], min_depth [m].
+    Joints (njoint, 3), one column per joint axis (ODE's dParam*, dParam*2,
+      dParam*3): joint_lo_stop, joint_hi_stop [rad or m]; joint_vel [rad/s or
+      m/s] motor target; joint_fmax [N m or N] motor force limit (0 = no
+      motor); joint_fudge_factor; joint_bounce; joint_cfm (motor row CFM),
+      joint_stop_erp, joint_stop_cfm (limit rows); negative CFM/ERP values mean
+      "the world's value" (ODE copies the world's at joint creation).
     """
 
     gravity: jax.Array
@@ -64,6 +70,15 @@ class Params:
     soft_cfm: jax.Array
     max_vel: jax.Array
     min_depth: jax.Array
+    joint_lo_stop: jax.Array = None
+    joint_hi_stop: jax.Array = None
+    joint_vel: jax.Array = None
+    joint_fmax: jax.Array = None
+    joint_fudge_factor: jax.Array = None
+    joint_bounce: jax.Array = None
+    joint_cfm: jax.Array = None
+    joint_stop_erp: jax.Array = None
+    joint_stop_cfm: jax.Array = None
 
 
 @pytree_dataclass
@@ -100,6 +115,8 @@ class Model:
       (friction model and max contacts are resolved per pair, see PairGroup).
     Collision: pair_groups (static structure), contact_capacity (contacts kept
       per step, all pairs together).
+    Joints: joint_groups (one JointGroup per joint type), njoint, joint_index
+      (per global joint: (type, position in its group), static).
     Solver: iterations (QuickStep iterations, static), solver name.
     """
 
@@ -113,8 +130,11 @@ class Model:
     geom_quat: jax.Array = None
     geom_size: jax.Array = None
     pair_groups: tuple = ()
+    joint_groups: tuple = ()
     params: Params = None
     contact_capacity: int = static_field(default=0)
+    njoint: int = static_field(default=0)
+    joint_index: tuple = static_field(default=())
     iterations: int = static_field(default=20)
     solver: str = static_field(default="pgs")
 
@@ -153,7 +173,9 @@ class State:
     overflow_pairs, overflow_contacts: running totals of candidate pairs and
       contacts dropped for lack of capacity (0 means nothing was ever dropped);
     nonfinite: set when a step produced a non-finite state; that step is undone
-      and the world is frozen until reset.
+      and the world is frozen until reset;
+    joint_feedback (njoint, 4, 3): ODE's dJointFeedback f1, t1, f2, t2 [N, N m]
+      of the last step (force and torque each joint applied to its bodies).
     """
 
     pos: jax.Array
@@ -168,6 +190,7 @@ class State:
     overflow_pairs: jax.Array
     overflow_contacts: jax.Array
     nonfinite: jax.Array
+    joint_feedback: jax.Array = None
 
 
 @pytree_dataclass

@@ -232,7 +232,32 @@ _SIGNATURES = {
     "dJointGroupEmpty": (None, [_ID]),
     "dJointCreateContact": (_ID, [_ID, _ID, ctypes.POINTER(dContact)]),
     "dJointAttach": (None, [_ID, _ID, _ID]),
+    "dJointCreateBall": (_ID, [_ID, _ID]),
+    "dJointCreateHinge": (_ID, [_ID, _ID]),
+    "dJointCreateSlider": (_ID, [_ID, _ID]),
+    "dJointCreateFixed": (_ID, [_ID, _ID]),
+    "dJointSetBallAnchor": (None, [_ID, _D, _D, _D]),
+    "dJointSetHingeAnchor": (None, [_ID, _D, _D, _D]),
+    "dJointSetHingeAxis": (None, [_ID, _D, _D, _D]),
+    "dJointSetHingeParam": (None, [_ID, _I, _D]),
+    "dJointGetHingeAngle": (_D, [_ID]),
+    "dJointGetHingeAngleRate": (_D, [_ID]),
+    "dJointSetSliderAxis": (None, [_ID, _D, _D, _D]),
+    "dJointSetSliderParam": (None, [_ID, _I, _D]),
+    "dJointGetSliderPosition": (_D, [_ID]),
+    "dJointGetSliderPositionRate": (_D, [_ID]),
+    "dJointSetFixed": (None, [_ID]),
+    "dJointSetFeedback": (None, [_ID, _VP]),
 }
+
+# dParam* of common.h (D_ALL_PARAM_NAMES); the second/third axis add 0x100/0x200.
+JOINT_PARAMS = {"lo_stop": 0, "hi_stop": 1, "vel": 2, "fmax": 5, "fudge_factor": 6,
+                "bounce": 7, "cfm": 8, "stop_erp": 9, "stop_cfm": 10,
+                "suspension_erp": 11, "suspension_cfm": 12}
+
+
+class dJointFeedback(ctypes.Structure):
+    _fields_ = [("f1", dVector3), ("t1", dVector3), ("f2", dVector3), ("t2", dVector3)]
 
 _LIB: Optional[ctypes.CDLL] = None
 _LOAD_ERROR: Optional[str] = None
@@ -528,6 +553,58 @@ class OdeWorld:
         self._callback = NearCallback(self._near)  # keep a reference!
 
     # -- lifetime ---------------------------------------------------------
+    def add_joint(self, kind: str, body1: int, body2=None, anchor=None, axis=None, **params) -> int:
+        """Create a joint (ball, hinge, slider, fixed) between body indices
+        ``body1`` and ``body2`` (None: the static world), set its world-frame
+        anchor/axis as dJointSet*Anchor/Axis and its dParam* values (keys of
+        JOINT_PARAMS, suffix 2/3 for the other axes); feedback is enabled."""
+        self._check_open()
+        lib = self._lib
+        create = {"ball": lib.dJointCreateBall, "hinge": lib.dJointCreateHinge,
+                  "slider": lib.dJointCreateSlider, "fixed": lib.dJointCreateFixed}[kind]
+        j = create(self._world, None)
+        b2 = None if body2 is None else self._bodies[body2]
+        lib.dJointAttach(j, self._bodies[body1], b2)
+        if kind == "ball":
+            lib.dJointSetBallAnchor(j, *map(float, anchor))
+        elif kind == "hinge":
+            lib.dJointSetHingeAnchor(j, *map(float, anchor))
+            lib.dJointSetHingeAxis(j, *map(float, axis))
+        elif kind == "slider":
+            lib.dJointSetSliderAxis(j, *map(float, axis))
+        elif kind == "fixed":
+            lib.dJointSetFixed(j)
+        setter = {"hinge": lib.dJointSetHingeParam, "slider": lib.dJointSetSliderParam}.get(kind)
+        for key, value in params.items():
+            base, group = key, 0
+            if key[-1] in "23":
+                base, group = key[:-1], 0x100 * (int(key[-1]) - 1)
+            if setter is None or base not in JOINT_PARAMS:
+                raise ValueError(f"{kind} joint: unknown parameter {key!r}")
+            setter(j, JOINT_PARAMS[base] + group, float(value))
+        fb = dJointFeedback()
+        lib.dJointSetFeedback(j, ctypes.addressof(fb))
+        if not hasattr(self, "_joints"):
+            self._joints, self._feedback, self._joint_kind = [], [], []
+        self._joints.append(j)
+        self._feedback.append(fb)
+        self._joint_kind.append(kind)
+        return len(self._joints) - 1
+
+    def joint_feedback(self, j: int):
+        """(f1, t1, f2, t2) of the last step, as numpy (3,) arrays."""
+        fb = self._feedback[j]
+        return tuple(np.array(list(getattr(fb, k))[:3]) for k in ("f1", "t1", "f2", "t2"))
+
+    def hinge_angle(self, j: int) -> float:
+        return float(self._lib.dJointGetHingeAngle(self._joints[j]))
+
+    def hinge_angle_rate(self, j: int) -> float:
+        return float(self._lib.dJointGetHingeAngleRate(self._joints[j]))
+
+    def slider_position(self, j: int) -> float:
+        return float(self._lib.dJointGetSliderPosition(self._joints[j]))
+
     def close(self):
         lib = getattr(self, "_lib", None)
         if lib is None:

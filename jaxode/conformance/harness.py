@@ -1,0 +1,199 @@
+"""Run a conformance scene in libode (double) and in jaxode (float64 and float32).
+
+:func:`run_scene` returns a :class:`SceneResult` with the three trajectories'
+metric values, the errors against ODE and the pass/fail verdicts against the
+scene's tolerances. jaxode's rollout is jitted per model *structure*, so
+scenes with the same bodies/geoms/steps reuse one compiled function per
+precision (only the arrays of the model differ). :func:`run_batch` steps the
+worlds of a :class:`BatchScene` in one ``jax.vmap``-ed call.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Optional
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import jaxode
+from jaxode.conformance.scenes import BatchScene, Scene, build_jaxode, build_ode, metric_value
+
+_KEYS = ("pos", "quat", "vel", "angvel")
+
+
+@dataclasses.dataclass
+class SceneResult:
+    name: str
+    scene: Scene
+    metric_label: str
+    ode: np.ndarray
+    f64: np.ndarray
+    f32: np.ndarray
+    traj_err64: float  # max |pos_jaxode64 - pos_ode| over steps and bodies
+    traj_err32: float
+    err64: float  # the error judged against tol.f64
+    err32: float  # the error judged against tol.f32
+    tol64: float
+    tol32: float
+
+    @property
+    def ok64(self) -> bool:
+        return bool(self.err64 <= self.tol64)
+
+    @property
+    def ok32(self) -> bool:
+        return bool(self.err32 <= self.tol32)
+
+    @property
+    def ok(self) -> bool:
+        return self.ok64 and self.ok32
+
+
+def run_ode(scene: Scene) -> dict:
+    """Trajectory of the scene in libode: dict of (steps, nbody, k) arrays."""
+    w = build_ode(scene)
+    try:
+        out = []
+        for _ in range(scene.steps):
+            w.step(scene.dt)
+            out.append(w.state())
+    finally:
+        w.close()
+    return {k: np.stack([o[k] for o in out]) for k in _KEYS}
+
+
+def _traj_np(traj) -> dict:
+    return {k: np.asarray(getattr(traj, k), dtype=np.float64) for k in _KEYS}
+
+
+def run_jaxode(scene: Scene, x64: bool) -> dict:
+    """Trajectory of the scene in jaxode, float64 (``x64``) or float32."""
+    with jax.enable_x64(x64):
+        model = build_jaxode(scene)
+        _, traj = jaxode.rollout(model, jaxode.init(model), scene.steps, scene.dt)
+        return _traj_np(traj)
+
+
+def _errors(scene: Scene, ode: dict, ours: dict):
+    m_ode, m_ours = metric_value(scene, ode), metric_value(scene, ours)
+    traj = float(np.max(np.abs(ours["pos"] - ode["pos"])))
+    metric = float(np.max(np.abs(m_ours - m_ode)))
+    judged = max(traj, metric) if scene.tol.check == "trajectory" else metric
+    return m_ours, traj, judged
+
+
+def compare(scene: Scene, ode: dict, f64: dict, f32: dict) -> SceneResult:
+    from jaxode.conformance.scenes import METRICS
+
+    m64, traj64, err64 = _errors(scene, ode, f64)
+    m32, traj32, err32 = _errors(scene, ode, f32)
+    return SceneResult(
+        name=scene.name, scene=scene, metric_label=METRICS[scene.metric][0],
+        ode=metric_value(scene, ode), f64=m64, f32=m32, traj_err64=traj64, traj_err32=traj32,
+        err64=err64, err32=err32, tol64=scene.tol.f64, tol32=scene.tol.f32)
+
+
+def run_scene(scene: Scene) -> SceneResult:
+    """ODE (double), jaxode float64 and jaxode float32 on one scene, compared."""
+    return compare(scene, run_ode(scene), run_jaxode(scene, True), run_jaxode(scene, False))
+
+
+# --------------------------------------------------------------------- batches
+
+
+def _stack(trees):
+    return jax.tree.map(lambda *xs: jnp.stack(xs), *trees)
+
+
+def _same_structure(models) -> None:
+    """Worlds of a batch may differ in Params and initial state only."""
+    ref = models[0]
+    for m in models[1:]:
+        a = jax.tree.structure(ref.replace(params=None))
+        b = jax.tree.structure(m.replace(params=None))
+        if a != b:
+            raise ValueError("batch worlds must have the same structure")
+        for x, y in zip(jax.tree.leaves(ref.replace(params=None)),
+                        jax.tree.leaves(m.replace(params=None))):
+            if not np.array_equal(np.asarray(x), np.asarray(y)):
+                raise ValueError("batch worlds may differ only in parameters and initial state "
+                                 "(geometry / flags must be equal)")
+
+
+def run_jaxode_batch(batch: BatchScene, x64: bool) -> list[dict]:
+    """All worlds of ``batch`` in ONE vmapped jaxode rollout; one trajectory per world."""
+    worlds = batch.worlds
+    steps, dt = worlds[0].steps, worlds[0].dt
+    if any(w.steps != steps or w.dt != dt for w in worlds):
+        raise ValueError(f"{batch.name}: all worlds need the same steps and dt")
+    with jax.enable_x64(x64):
+        models = [build_jaxode(w) for w in worlds]
+        _same_structure(models)
+        model = models[0]
+        params = _stack([m.params for m in models])
+        states = _stack([jaxode.init(m) for m in models])
+        _, traj = jax.vmap(lambda s, p: jaxode.rollout(model, s, steps, dt, params=p))(states, params)
+        traj = _traj_np(traj)
+    return [{k: v[i] for k, v in traj.items()} for i in range(len(worlds))]
+
+
+def run_batch(batch: BatchScene) -> list[SceneResult]:
+    """One result per world of the batch (ODE world by world; jaxode vmapped)."""
+    odes = [run_ode(w) for w in batch.worlds]
+    f64 = run_jaxode_batch(batch, True)
+    f32 = run_jaxode_batch(batch, False)
+    out = []
+    for w, o, a, b in zip(batch.worlds, odes, f64, f32):
+        r = compare(w, o, a, b)
+        r.name = f"{batch.name}[{w.name}]"
+        out.append(r)
+    return out
+
+
+def run_all(scenes=None, batches=None, progress: Optional[callable] = None) -> list[SceneResult]:
+    """Every scene (grouped by structure so compiled functions are reused) and batch."""
+    from jaxode.conformance.scenes import BATCH_SCENES, SCENES
+
+    scenes = SCENES if scenes is None else scenes
+    batches = BATCH_SCENES if batches is None else batches
+    order = sorted(range(len(scenes)), key=lambda i: repr(scenes[i].structure()))
+    results: dict[int, SceneResult] = {}
+    for i in order:
+        results[i] = run_scene(scenes[i])
+        if progress:
+            progress(results[i])
+    out = [results[i] for i in range(len(scenes))]
+    for b in batches:
+        rs = run_batch(b)
+        if progress:
+            for r in rs:
+                progress(r)
+        out.extend(rs)
+    return out
+
+
+def versions() -> dict:
+    """libode configuration string and package version, jax version."""
+    import ctypes
+    import subprocess
+
+    from jaxode.conformance import odelib
+
+    info = {"jax": jax.__version__, "jaxode": jaxode.__version__}
+    lib = odelib.load()
+    try:
+        fn = lib.dGetConfiguration
+        fn.restype = ctypes.c_char_p
+        fn.argtypes = []
+        info["ode_config"] = fn().decode()
+    except AttributeError:
+        info["ode_config"] = "unknown (no dGetConfiguration)"
+    info["ode_library"] = getattr(lib, "_name", "?")
+    try:
+        v = subprocess.run(["dpkg-query", "-W", "-f=${Version}", "libode8"], capture_output=True,
+                           text=True, timeout=10)
+        info["ode_package"] = f"libode8 {v.stdout.strip()}" if v.returncode == 0 else "unknown"
+    except (OSError, subprocess.SubprocessError):
+        info["ode_package"] = "unknown"
+    return info

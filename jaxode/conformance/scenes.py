@@ -1,0 +1,513 @@
+"""Declarative conformance scenes: one description, built both in jaxode and in libode.
+
+A :class:`Scene` is plain data (world parameters, bodies, geoms, steps, dt, the
+physics metric to compare and the tolerances with their reasons).
+:func:`build_jaxode` turns it into a jaxode ``Model`` (through
+:class:`jaxode.WorldBuilder`, in whatever precision is active) and
+:func:`build_ode` into an :class:`odelib.OdeWorld` (ODE 0.16, double,
+``dWorldQuickStep``). :data:`SCENES` lists the contact/body scenes;
+:data:`BATCH_SCENES` the "many worlds, one vmapped call" scenes.
+
+Extension point (joints): :class:`Joint` and the registry
+:data:`JOINT_BUILDERS` (``type -> (add_to_jaxode_builder, add_to_ode_world)``).
+A scene with joints builds once both functions are registered for each of
+its joint types; until then :func:`build_jaxode` / :func:`build_ode` raise
+``NotImplementedError`` naming the missing type. New joint scenes are added
+to :data:`SCENES` like any other (tolerance: one joint does not depend on
+row order, so float64 positions should agree to ~1e-9).
+
+Tolerances (see ``docs/CONFORMANCE.md``): scenes whose answer does not depend
+on the order of the constraint rows (no contact, one contact whose friction
+rows carry no load or decouple from the normal row) are compared on the
+whole position trajectory in float64 to ``TRAJ64``. Scenes with several
+contacts are compared on their physics metric only, within a bound stated per
+scene: ODE 0.16's QuickStep shuffles all rows with its global RNG at
+iterations 8 and 16 (``REORDERING_METHOD__RANDOMLY`` in quickstep.cpp), while
+jaxode keeps ODE's initial order (normal rows, then friction rows).
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+import numpy as np
+
+from jaxode import mass as mass_lib
+
+G = 9.81
+
+# -------------------------------------------------------------- descriptions
+
+
+@dataclass(frozen=True)
+class World:
+    """ODE world parameters (names as in :class:`jaxode.WorldBuilder`)."""
+
+    gravity: tuple = (0.0, 0.0, -G)
+    erp: float = 0.2
+    cfm: float = 1e-10  # ODE double's default, set explicitly on both sides
+    iterations: int = 20
+    sor: float = 1.3
+    contact_max_correcting_vel: float = math.inf
+    contact_surface_layer: float = 0.0
+    linear_damping: float = 0.0
+    angular_damping: float = 0.0
+    linear_damping_threshold: float = 0.01
+    angular_damping_threshold: float = 0.01
+
+
+@dataclass(frozen=True)
+class Body:
+    """A rigid body; centre of mass at the body origin (as ODE requires).
+
+    inertia: 3x3 tensor about the centre of mass in the body frame."""
+
+    pos: tuple
+    mass: float
+    inertia: tuple
+    quat: tuple = (1.0, 0.0, 0.0, 0.0)
+    vel: tuple = (0.0, 0.0, 0.0)
+    angvel: tuple = (0.0, 0.0, 0.0)
+    gravity: bool = True
+    finite_rotation: bool = False
+
+
+def _tup(a) -> tuple:
+    return tuple(tuple(float(x) for x in row) for row in np.asarray(a))
+
+
+def body_of(m: mass_lib.Mass, pos, **kw) -> Body:
+    """A :class:`Body` with the mass and inertia of a ``jaxode.mass.Mass``."""
+    return Body(pos=tuple(pos), mass=float(m.mass), inertia=_tup(m.inertia), **kw)
+
+
+@dataclass(frozen=True)
+class Geom:
+    """A geom. type: "plane" (normal, offset; static), "sphere" (radius), "box"
+    (size = full sides), "capsule" (radius, length along local z).
+
+    body: index of the body it is attached to, or None (static, pos/quat =
+    world pose); attached: pos/quat = offset in the body frame.
+    surface: dict with the keys of ``odelib.DEFAULT_SURFACE`` (mu, mu2, fdir1,
+    friction, bounce, bounce_vel, soft_erp, soft_cfm, max_contacts), which are
+    also :class:`jaxode.Surface` fields."""
+
+    type: str
+    body: Optional[int] = None
+    radius: float = 0.0
+    length: float = 0.0
+    size: tuple = (0.0, 0.0, 0.0)
+    normal: tuple = (0.0, 0.0, 1.0)
+    offset: float = 0.0
+    pos: tuple = (0.0, 0.0, 0.0)
+    quat: tuple = (1.0, 0.0, 0.0, 0.0)
+    surface: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Joint:
+    """Extension point for joint scenes (see :data:`JOINT_BUILDERS`)."""
+
+    type: str
+    body1: int
+    body2: Optional[int] = None
+    anchor: tuple = (0.0, 0.0, 0.0)
+    axis: tuple = (0.0, 0.0, 1.0)
+    params: dict = field(default_factory=dict)
+
+
+#: joint type -> (fn(jaxode WorldBuilder, Joint), fn(odelib.OdeWorld, Joint)).
+#: Empty until joints exist on both sides; register functions here.
+JOINT_BUILDERS: dict[str, tuple[Callable, Callable]] = {}
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """What is compared and how close it must be, with the reason.
+
+    check: "trajectory" -- float64 error = max(|position difference| over
+    every step and body, |metric difference|); "metric" -- float64 error =
+    |metric difference| only. float32 is always judged on the metric (and on
+    the trajectory for "trajectory" scenes) against ``f32``.
+    """
+
+    check: str
+    f64: float
+    f64_why: str
+    f32: float
+    f32_why: str
+
+
+@dataclass(frozen=True)
+class Scene:
+    name: str
+    description: str
+    world: World
+    bodies: tuple
+    geoms: tuple
+    metric: str
+    tol: Tolerance
+    metric_body: int = 0
+    steps: int = 200
+    dt: float = 0.01
+    joints: tuple = ()
+    rand_seed: int = 0
+
+    def structure(self) -> tuple:
+        """Key of the compiled jaxode function: scenes with equal keys reuse it."""
+        return (len(self.bodies), tuple((g.type, g.body is None) for g in self.geoms),
+                tuple(j.type for j in self.joints), self.world.iterations, self.steps)
+
+
+@dataclass(frozen=True)
+class BatchScene:
+    """Several worlds of one structure stepped in ONE vmapped jaxode call, each
+    compared with its own ODE world."""
+
+    name: str
+    description: str
+    worlds: tuple  # of Scene, all with the same structure, steps and dt
+
+
+# ------------------------------------------------------------------ metrics
+
+
+def _rebound_height(pos, vel, b):
+    z, vz = pos[:, b, 2], vel[:, b, 2]
+    up = np.nonzero(vz > 0)[0]
+    if up.size == 0:
+        return np.array(z[-1])
+    return np.array(z[up[0]:].max())
+
+
+def _quat_canon(q):
+    return q * (1.0 if q[0] >= 0 else -1.0)
+
+
+#: name -> (label for the report, fn(pos, quat, vel, angvel, body) -> array);
+#: arrays are (steps, nbody, k) with the state after each step.
+METRICS: dict[str, tuple[str, Callable]] = {
+    "final_z": ("final z [m]", lambda p, q, v, w, b: np.array(p[-1, b, 2])),
+    "final_x": ("final x [m]", lambda p, q, v, w, b: np.array(p[-1, b, 0])),
+    "final_xy": ("final (x, y) [m]", lambda p, q, v, w, b: p[-1, b, :2]),
+    "final_pos": ("final position [m]", lambda p, q, v, w, b: p[-1, b]),
+    "final_vx": ("final vx [m/s]", lambda p, q, v, w, b: np.array(v[-1, b, 0])),
+    "rest_height": ("rest height, mean z of last 20 steps [m]",
+                    lambda p, q, v, w, b: np.array(p[-20:, b, 2].mean())),
+    "rebound_height": ("rebound apex z after first impact [m]",
+                       lambda p, q, v, w, b: _rebound_height(p, v, b)),
+    "final_quat": ("final quaternion (w>=0)", lambda p, q, v, w, b: _quat_canon(q[-1, b])),
+    "final_angvel": ("final angular velocity [rad/s]", lambda p, q, v, w, b: w[-1, b]),
+}
+
+
+def metric_value(scene: Scene, traj: dict) -> np.ndarray:
+    _, fn = METRICS[scene.metric]
+    return np.asarray(fn(traj["pos"], traj["quat"], traj["vel"], traj["angvel"], scene.metric_body),
+                      dtype=np.float64)
+
+
+# ------------------------------------------------------------------ builders
+
+_SURFACE_KEYS = ("mu", "mu2", "fdir1", "friction", "bounce", "bounce_vel", "soft_erp", "soft_cfm",
+                 "max_contacts")
+
+
+def _check_joints(scene: Scene) -> None:
+    for j in scene.joints:
+        if j.type not in JOINT_BUILDERS:
+            raise NotImplementedError(
+                f"scene {scene.name!r}: no builder registered for joint type {j.type!r} "
+                f"(add it to jaxode.conformance.scenes.JOINT_BUILDERS)")
+
+
+def build_jaxode(scene: Scene):
+    """The scene as a jaxode Model, in the precision active at call time."""
+    import jaxode
+
+    _check_joints(scene)
+    w = scene.world
+    b = jaxode.WorldBuilder(
+        gravity=w.gravity, erp=w.erp, cfm=w.cfm, iterations=w.iterations, sor=w.sor,
+        contact_max_correcting_vel=w.contact_max_correcting_vel,
+        contact_surface_layer=w.contact_surface_layer, linear_damping=w.linear_damping,
+        angular_damping=w.angular_damping, linear_damping_threshold=w.linear_damping_threshold,
+        angular_damping_threshold=w.angular_damping_threshold)
+    for bd in scene.bodies:
+        b.add_body(pos=bd.pos, quat=bd.quat, vel=bd.vel, angvel=bd.angvel,
+                   mass=mass_lib.from_inertia(bd.mass, np.asarray(bd.inertia)),
+                   gravity=bd.gravity, finite_rotation=bd.finite_rotation)
+    for g in scene.geoms:
+        unknown = set(g.surface) - set(_SURFACE_KEYS)
+        if unknown:
+            raise ValueError(f"scene {scene.name!r}: unknown surface keys {sorted(unknown)}")
+        surf = jaxode.Surface(**g.surface)
+        if g.type == "plane":
+            b.add_plane(normal=g.normal, offset=g.offset, surface=surf)
+        elif g.type == "sphere":
+            b.add_sphere(g.radius, body=g.body, pos=g.pos, quat=g.quat, surface=surf)
+        elif g.type == "box":
+            b.add_box(g.size, body=g.body, pos=g.pos, quat=g.quat, surface=surf)
+        elif g.type == "capsule":
+            b.add_capsule(g.radius, g.length, body=g.body, pos=g.pos, quat=g.quat, surface=surf)
+        else:
+            raise ValueError(f"scene {scene.name!r}: unknown geom type {g.type!r}")
+    for j in scene.joints:
+        JOINT_BUILDERS[j.type][0](b, j)
+    return b.build()
+
+
+def build_ode(scene: Scene):
+    """The scene as an ``odelib.OdeWorld`` (ODE's RNG seeded with ``scene.rand_seed``)."""
+    from jaxode.conformance import odelib
+
+    _check_joints(scene)
+    w = scene.world
+    world = odelib.OdeWorld(
+        gravity=w.gravity, erp=w.erp, cfm=w.cfm, iterations=w.iterations, sor=w.sor,
+        contact_max_correcting_vel=w.contact_max_correcting_vel,
+        contact_surface_layer=w.contact_surface_layer, linear_damping=w.linear_damping,
+        angular_damping=w.angular_damping, linear_damping_threshold=w.linear_damping_threshold,
+        angular_damping_threshold=w.angular_damping_threshold, rand_seed=scene.rand_seed)
+    for bd in scene.bodies:
+        world.add_body(bd.pos, quat=bd.quat, vel=bd.vel, angvel=bd.angvel, mass=bd.mass,
+                       inertia=np.asarray(bd.inertia), gravity=bd.gravity,
+                       finite_rotation=bd.finite_rotation)
+    for g in scene.geoms:
+        s = dict(g.surface)
+        if g.type == "plane":
+            world.add_plane(g.normal, g.offset, surface=s)
+        elif g.type == "sphere":
+            world.add_sphere(g.radius, body=g.body, pos=g.pos, quat=g.quat, surface=s)
+        elif g.type == "box":
+            world.add_box(g.size, body=g.body, pos=g.pos, quat=g.quat, surface=s)
+        elif g.type == "capsule":
+            world.add_capsule(g.radius, g.length, body=g.body, pos=g.pos, quat=g.quat, surface=s)
+        else:
+            raise ValueError(f"scene {scene.name!r}: unknown geom type {g.type!r}")
+    for j in scene.joints:
+        JOINT_BUILDERS[j.type][1](world, j)
+    return world
+
+
+# -------------------------------------------------------------- tolerances
+
+TRAJ64 = 1e-9
+
+_WHY_TRAJ64 = ("no contact rows: both engines evaluate the same double-precision formulas, "
+               "so only rounding differs")
+_WHY_ONE64 = ("one contact whose friction rows carry no load, so ODE's row shuffle cannot "
+              "change the result: float64 rounding only")
+_WHY_F32_FREE = ("float32 (eps 1.2e-7) rounding of O(1) m positions accumulated over "
+                 "200 steps")
+_WHY_F32_CONTACT = ("float32 rounding of the O(1) m positions, plus the contact depth and "
+                    "ERP/CFM terms computed in float32 (a 1e-7 m depth error is a 2e-6 m/s "
+                    "correction at erp/dt = 20/s)")
+
+
+def _free(f32: float = 1e-4) -> Tolerance:
+    return Tolerance("trajectory", TRAJ64, _WHY_TRAJ64, f32, _WHY_F32_FREE)
+
+
+def _one(f32: float = 1e-4, why64: str = _WHY_ONE64, f64: float = TRAJ64) -> Tolerance:
+    return Tolerance("trajectory", f64, why64, f32, _WHY_F32_CONTACT)
+
+
+def _multi(f64: float, why64: str, f32: float, why32: str) -> Tolerance:
+    return Tolerance("metric", f64, why64, f32, why32)
+
+
+_WHY_MULTI = ("several contacts: ODE shuffles the rows at iterations 8 and 16, jaxode does "
+              "not, so the 20-iteration SOR stops at a different point; ")
+
+# ------------------------------------------------------------------ scenes
+
+_SPHERE_R = 0.1
+_M_SPHERE = mass_lib.sphere(radius=_SPHERE_R, density=500.0)
+_M_BOX = mass_lib.box(size=(0.2, 0.2, 0.2), total=1.0)
+_M_ASYM = mass_lib.box(size=(0.1, 0.3, 0.6), total=2.0)
+_M_CAPSULE = mass_lib.capsule(radius=0.05, length=0.3, direction=3, total=1.0)
+_PLANE = Geom("plane")
+_Q_X90 = (math.cos(math.pi / 4), math.sin(math.pi / 4), 0.0, 0.0)  # local z -> world -y
+_Q_Y90 = (math.cos(math.pi / 4), 0.0, math.sin(math.pi / 4), 0.0)  # local z -> world x
+
+
+def _plane(**surface) -> Geom:
+    return Geom("plane", surface=surface)
+
+
+def _sphere_on_plane(name, desc, z0=0.15, world=World(), surface=None, metric="rest_height",
+                     tol=None, vel=(0.0, 0.0, 0.0), dt=0.01, steps=200) -> Scene:
+    surface = dict(mu=0.5) if surface is None else surface
+    return Scene(name, desc, world,
+                 bodies=(body_of(_M_SPHERE, (0.0, 0.0, z0), vel=vel),),
+                 geoms=(_plane(**surface), Geom("sphere", body=0, radius=_SPHERE_R, surface=surface)),
+                 metric=metric, tol=tol or _one(), steps=steps, dt=dt)
+
+
+def _box_on_plane(name, desc, surface, vel=(0.0, 0.0, 0.0), z0=0.1, metric="final_x", tol=None,
+                  plane_surface=None, world=World(), steps=150) -> Scene:
+    return Scene(name, desc, world,
+                 bodies=(body_of(_M_BOX, (0.0, 0.0, z0), vel=vel),),
+                 geoms=(_plane(**(plane_surface if plane_surface is not None else surface)),
+                        Geom("box", body=0, size=(0.2, 0.2, 0.2), surface=surface)),
+                 metric=metric, tol=tol, steps=steps)
+
+
+def _free_body(name, desc, body: Body, metric, world=World(), steps=200) -> Scene:
+    return Scene(name, desc, world, bodies=(body,), geoms=(), metric=metric, tol=_free(),
+                 steps=steps)
+
+
+SCENES: list[Scene] = [
+    # ---- no contact ---------------------------------------------------------
+    _free_body("free_fall", "1 kg box body, no geom, falls 200 steps from z=1 with vx=0.5",
+               body_of(_M_BOX, (0.0, 0.0, 1.0), vel=(0.5, 0.0, 0.0)), "final_z"),
+    _free_body("damping", "linear 0.01 + angular 0.02 damping, body thrown and spinning",
+               body_of(_M_ASYM, (0.0, 0.0, 0.0), vel=(1.0, 0.0, 0.5), angvel=(2.0, -1.0, 3.0)),
+               "final_pos", world=World(linear_damping=0.01, angular_damping=0.02)),
+    _free_body("finite_rotation", "dBodySetFiniteRotationMode on, fast spin (10 rad/s) of an "
+               "asymmetric body", body_of(_M_ASYM, (0.0, 0.0, 0.0), angvel=(1.0, 10.0, 0.5),
+                                          finite_rotation=True, gravity=False), "final_quat"),
+    _free_body("tumbling_gyroscopic", "asymmetric body spun near its intermediate axis "
+               "(ODE 0.16 implicit gyroscopic term)",
+               body_of(_M_ASYM, (0.0, 0.0, 1.0), angvel=(0.3, 4.0, 0.4), gravity=False),
+               "final_quat"),
+    _free_body("gravity_off", "dBodySetGravityMode(0) in a gravity world: straight-line motion",
+               body_of(_M_BOX, (0.0, 0.0, 1.0), vel=(0.3, -0.2, 0.1), gravity=False), "final_pos"),
+    # ---- sphere on a plane (one contact) --------------------------------------
+    _sphere_on_plane("rest_sphere_erp0.2_cfm1e-10", "sphere dropped 5 cm, rests; erp 0.2, cfm 1e-10",
+                     world=World(erp=0.2, cfm=1e-10)),
+    _sphere_on_plane("rest_sphere_erp0.8_cfm1e-5", "sphere dropped 5 cm, rests; erp 0.8, cfm 1e-5",
+                     world=World(erp=0.8, cfm=1e-5)),
+    _sphere_on_plane("rest_sphere_erp0.1_cfm1e-3", "sphere dropped 5 cm, rests; erp 0.1, cfm 1e-3 "
+                     "(visible ERP/CFM penetration)", world=World(erp=0.1, cfm=1e-3)),
+    _sphere_on_plane("bounce_above_bounce_vel", "sphere dropped from 0.6 m, bounce 0.5, "
+                     "bounce_vel 0.1 (impact 3.1 m/s: bounces)", z0=0.6,
+                     surface=dict(mu=0.0, bounce=0.5, bounce_vel=0.1), metric="rebound_height",
+                     dt=0.005),
+    _sphere_on_plane("bounce_below_bounce_vel", "sphere dropped from 0.3 m, bounce 0.5, "
+                     "bounce_vel 3 (impact 2 m/s: no bounce)", z0=0.3,
+                     surface=dict(mu=0.0, bounce=0.5, bounce_vel=3.0), metric="rebound_height",
+                     dt=0.005),
+    _sphere_on_plane("soft_erp", "sphere starts 2 cm deep; surface soft_erp 0.05 sets the "
+                     "recovery rate", z0=0.08, surface=dict(mu=0.5, soft_erp=0.05),
+                     metric="final_z", steps=200),
+    _sphere_on_plane("soft_cfm", "resting sphere with surface soft_cfm 1e-3 (soft contact)",
+                     surface=dict(mu=0.5, soft_cfm=1e-3)),
+    _sphere_on_plane("max_correcting_vel", "sphere starts 5 cm deep; world "
+                     "contact_max_correcting_vel 0.1 m/s caps the push-out", z0=0.05,
+                     world=World(contact_max_correcting_vel=0.1), metric="final_z", steps=200),
+    _sphere_on_plane("surface_layer", "resting sphere, world contact_surface_layer 0.01 m: "
+                     "rests 1 cm deep", world=World(contact_surface_layer=0.01)),
+    # ---- box on a plane (4 contacts) -------------------------------------------
+    _box_on_plane("rest_box", "0.2 m box dropped 2 cm onto the plane, rests on 4 contacts",
+                  dict(mu=0.5), z0=0.12, metric="rest_height",
+                  tol=_multi(1e-6, _WHY_MULTI + "at rest all orders converge to the same "
+                             "erp/cfm height, so 1 um", 1e-5,
+                             "float32 rounding of the rest height and of the 4-row solve")),
+    _box_on_plane("slide_box_mu0.5", "box sliding at 2 m/s, pyramid friction mu 0.5",
+                  dict(mu=0.5), vel=(2.0, 0.0, 0.0),
+                  tol=_multi(1e-3, _WHY_MULTI + "the friction split between the 4 contacts "
+                             "differs while sliding; 1 mm of a 0.41 m stop distance", 2e-3,
+                             "float32 rounding on top of the row-order bound (2 mm)")),
+    _box_on_plane("slide_box_mu0.2", "box sliding at 2 m/s, pyramid friction mu 0.2",
+                  dict(mu=0.2), vel=(2.0, 0.0, 0.0),
+                  tol=_multi(1e-3, _WHY_MULTI + "the friction split between the 4 contacts "
+                             "differs while sliding; 1 mm of a 1 m slide", 2e-3,
+                             "float32 rounding on top of the row-order bound (2 mm)")),
+    _box_on_plane("slide_box_box_friction", "box sliding at 2 m/s, \"box\" friction mu = 1 N per "
+                  "contact (ODE's bound is per contact: 4 contacts give 4 N, 4 m/s^2)",
+                  dict(mu=1.0, friction="box"), vel=(2.0, 0.0, 0.0),
+                  tol=_multi(1e-3, _WHY_MULTI + "with constant bounds the total friction is "
+                             "fixed, only its split differs; 1 mm", 2e-3,
+                             "float32 rounding on top of the row-order bound (2 mm)")),
+    _box_on_plane("fdir1_anisotropic", "box pushed diagonally (1, 1) m/s; fdir1 = x with mu 0, "
+                  "mu2 0.5: slides on in x, stops in y",
+                  dict(mu=0.0, mu2=0.5, fdir1=(1.0, 0.0, 0.0)), vel=(1.0, 1.0, 0.0),
+                  metric="final_xy", plane_surface=dict(mu=0.5),
+                  tol=_multi(1e-3, _WHY_MULTI + "1 mm on the final (x, y)", 2e-3,
+                             "float32 rounding on top of the row-order bound (2 mm)")),
+    # ---- capsules ---------------------------------------------------------------
+    Scene("capsule_lying", "capsule (r 0.05, l 0.3) lying along x dropped 2 cm: 2 contacts",
+          World(), bodies=(body_of(_M_CAPSULE, (0.0, 0.0, 0.07), quat=_Q_Y90),),
+          geoms=(_plane(mu=0.5), Geom("capsule", body=0, radius=0.05, length=0.3,
+                                     surface=dict(mu=0.5))),
+          metric="rest_height",
+          tol=_multi(1e-6, _WHY_MULTI + "at rest all orders converge to the same height: 1 um",
+                     1e-5, "float32 rounding of the rest height and of the 2-contact solve")),
+    Scene("capsule_standing", "capsule standing on its cap, dropped 2 cm: 1 contact",
+          World(), bodies=(body_of(_M_CAPSULE, (0.0, 0.0, 0.22)),),
+          geoms=(_plane(mu=0.5), Geom("capsule", body=0, radius=0.05, length=0.3,
+                                     surface=dict(mu=0.5))),
+          metric="rest_height", tol=_one()),
+    # ---- body against body ----------------------------------------------------
+    Scene("sphere_sphere", "zero g: 1 kg-class sphere at 1 m/s hits a resting sphere head-on, "
+          "bounce 0.5", World(gravity=(0.0, 0.0, 0.0)),
+          bodies=(body_of(_M_SPHERE, (0.0, 0.0, 0.0), vel=(1.0, 0.0, 0.0)),
+                  body_of(mass_lib.sphere(radius=_SPHERE_R, density=1000.0), (0.3, 0.0, 0.0))),
+          geoms=(Geom("sphere", body=0, radius=_SPHERE_R, surface=dict(mu=0.5, bounce=0.5)),
+                 Geom("sphere", body=1, radius=_SPHERE_R, surface=dict(mu=0.5, bounce=0.5))),
+          metric="final_vx", metric_body=1, tol=_one()),
+    Scene("sphere_on_static_box", "sphere dropped 5 cm onto the centre of a static box: 1 contact",
+          World(), bodies=(body_of(_M_SPHERE, (0.0, 0.0, 0.35)),),
+          geoms=(Geom("box", size=(0.4, 0.4, 0.2), pos=(0.0, 0.0, 0.1), surface=dict(mu=0.5)),
+                 Geom("sphere", body=0, radius=_SPHERE_R, surface=dict(mu=0.5))),
+          metric="rest_height", tol=_one()),
+    Scene("capsule_on_capsule", "capsule along y dropped 2 cm across a static capsule along x: "
+          "1 contact", World(), bodies=(body_of(_M_CAPSULE, (0.0, 0.0, 0.22), quat=_Q_X90),),
+          geoms=(Geom("capsule", radius=0.05, length=0.3, pos=(0.0, 0.0, 0.1), quat=_Q_Y90,
+                      surface=dict(mu=0.5)),
+                 Geom("capsule", body=0, radius=0.05, length=0.3, surface=dict(mu=0.5))),
+          metric="rest_height", tol=_one()),
+    Scene("box_on_static_box", "0.2 m box dropped 2 cm onto a static 0.4 x 0.4 x 0.2 box: "
+          "4 contacts", World(), bodies=(body_of(_M_BOX, (0.0, 0.0, 0.32)),),
+          geoms=(Geom("box", size=(0.4, 0.4, 0.2), pos=(0.0, 0.0, 0.1), surface=dict(mu=0.5)),
+                 Geom("box", body=0, size=(0.2, 0.2, 0.2), surface=dict(mu=0.5))),
+          metric="rest_height",
+          tol=_multi(1e-6, _WHY_MULTI + "at rest all orders converge to the same height: 1 um",
+                     1e-5, "float32 rounding of the rest height and of the 4-row solve")),
+    Scene("box_stack_3", "three 0.2 m boxes stacked on the plane, 1 cm gaps, settle",
+          World(), bodies=tuple(body_of(_M_BOX, (0.0, 0.0, 0.1 + 0.21 * k)) for k in range(3)),
+          geoms=(_plane(mu=0.5),) + tuple(Geom("box", body=k, size=(0.2, 0.2, 0.2),
+                                               surface=dict(mu=0.5)) for k in range(3)),
+          metric="final_z", metric_body=2,
+          tol=_multi(1e-5, _WHY_MULTI + "12 contacts settle to the same stack height up to the "
+                     "unconverged SOR residual: 10 um", 1e-4,
+                     "float32 rounding of the 3-body, 12-contact solve (0.1 mm)")),
+]
+
+
+def _rolling_sphere(erp, cfm, mu) -> Scene:
+    s = dict(mu=mu)
+    return Scene(f"roll erp={erp} cfm={cfm:g} mu={mu}", "", World(erp=erp, cfm=cfm),
+                 bodies=(body_of(_M_SPHERE, (0.0, 0.0, 0.099), vel=(2.0, 0.0, 0.0)),),
+                 geoms=(_plane(**s), Geom("sphere", body=0, radius=_SPHERE_R, surface=s)),
+                 metric="final_x", tol=_one(
+                     why64="one contact: the normal row decouples from the friction rows for a "
+                           "sphere, so a shuffle only moves the friction bound by the SOR residual "
+                           "(0.3^16 relative): float64 rounding level"),
+                 steps=150)
+
+
+BATCH_SCENES: list[BatchScene] = [
+    BatchScene("batch_rolling_spheres",
+               "4 worlds, one vmapped jaxode call: a sphere launched at 2 m/s, 1 mm deep, slides "
+               "then rolls; each world its own (erp, cfm, mu), each compared with its own ODE world",
+               tuple(_rolling_sphere(*p) for p in
+                     ((0.2, 1e-10, 0.1), (0.5, 1e-6, 0.3), (0.8, 1e-4, 0.6), (0.1, 1e-8, 1.0)))),
+]
+
+
+def by_name(name: str) -> Scene:
+    for s in SCENES:
+        if s.name == name:
+            return s
+    raise KeyError(name)
+
+
+def with_world(scene: Scene, **kw) -> Scene:
+    """A copy of ``scene`` with some world parameters replaced."""
+    return dataclasses.replace(scene, world=dataclasses.replace(scene.world, **kw))
