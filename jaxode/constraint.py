@@ -117,9 +117,10 @@ def contact_rows(model: Model, params: Params, contacts: Contacts, body_pos: jax
     ncon = n.shape[0]
     inf = jnp.full((ncon,), jnp.inf, dtype)
     mu = jnp.maximum(mu, 0.0)
+    # Each direction's row is bounded by its own coefficient, as ODE with
+    # dContactMu2 (what Gazebo always sets): mu = 0, mu2 > 0 keeps the second row.
+    # With mu2 unset it equals mu, so mu = 0 still means no friction at all.
     mu2 = jnp.maximum(mu2, 0.0)
-    # ODE (not axis-dependent): no friction rows at all when mu == 0.
-    mu2 = jnp.where(mu > 0, mu2, 0.0)
     pyramid = contacts.friction == FRICTION_PYRAMID
     vcol = valid[:, None]
     head = Rows(

@@ -27,9 +27,10 @@ def rot(axis, ang):
 
 
 def geom(pos, R=None, size=(0, 0, 0)):
-    return GeomWorld(np.asarray(pos, np.float64),
-                     np.asarray(np.eye(3) if R is None else R, np.float64),
-                     np.asarray(size, np.float64))
+    # jnp (not np) so that traced positions pass through for the gradient tests.
+    return GeomWorld(jnp.asarray(pos, jnp.float64),
+                     jnp.asarray(np.eye(3) if R is None else R, jnp.float64),
+                     jnp.asarray(size, jnp.float64))
 
 
 def stack(gs):

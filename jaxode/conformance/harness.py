@@ -10,7 +10,7 @@ worlds of a :class:`BatchScene` in one ``jax.vmap``-ed call.
 from __future__ import annotations
 
 import dataclasses
-from typing import Optional
+from typing import Callable, Optional
 
 import jax
 import jax.numpy as jnp
@@ -36,6 +36,7 @@ class SceneResult:
     err32: float  # the error judged against tol.f32
     tol64: float
     tol32: float
+    ode_spread: Optional[float] = None  # max-min of ODE's metric over SPREAD_SEEDS (metric scenes)
 
     @property
     def ok64(self) -> bool:
@@ -83,15 +84,27 @@ def _errors(scene: Scene, ode: dict, ours: dict):
     return m_ours, traj, judged
 
 
-def compare(scene: Scene, ode: dict, f64: dict, f32: dict) -> SceneResult:
+def ode_spread(scene: Scene) -> float:
+    """How much ODE's own metric moves with the RNG seed of its row shuffle: max - min
+    (largest component) over ``scenes.SPREAD_SEEDS``."""
+    from jaxode.conformance.scenes import SPREAD_SEEDS
+
+    vals = np.array([metric_value(scene, run_ode(dataclasses.replace(scene, rand_seed=s)))
+                     for s in SPREAD_SEEDS])
+    return float(np.max(np.ptp(vals.reshape(len(SPREAD_SEEDS), -1), axis=0)))
+
+
+def compare(scene: Scene, ode: dict, f64: dict, f32: dict, name: Optional[str] = None
+            ) -> SceneResult:
     from jaxode.conformance.scenes import METRICS
 
     m64, traj64, err64 = _errors(scene, ode, f64)
     m32, traj32, err32 = _errors(scene, ode, f32)
     return SceneResult(
-        name=scene.name, scene=scene, metric_label=METRICS[scene.metric][0],
+        name=name or scene.name, scene=scene, metric_label=METRICS[scene.metric][0],
         ode=metric_value(scene, ode), f64=m64, f32=m32, traj_err64=traj64, traj_err32=traj32,
-        err64=err64, err32=err32, tol64=scene.tol.f64, tol32=scene.tol.f32)
+        err64=err64, err32=err32, tol64=scene.tol.f64, tol32=scene.tol.f32,
+        ode_spread=ode_spread(scene) if scene.tol.check == "metric" else None)
 
 
 def run_scene(scene: Scene) -> SceneResult:
@@ -121,12 +134,21 @@ def _same_structure(models) -> None:
                                  "(geometry / flags must be equal)")
 
 
-def run_jaxode_batch(batch: BatchScene, x64: bool) -> list[dict]:
-    """All worlds of ``batch`` in ONE vmapped jaxode rollout; one trajectory per world."""
-    worlds = batch.worlds
+def _batchable(models, worlds) -> bool:
+    try:
+        _same_structure(models)
+    except ValueError:
+        return False
+    return all(w.steps == worlds[0].steps and w.dt == worlds[0].dt for w in worlds)
+
+
+def run_jaxode_vmapped(worlds, x64: bool) -> list[dict]:
+    """Worlds of one structure (equal geometry, steps, dt; any Params and initial
+    state) in ONE vmapped jaxode rollout; one trajectory per world."""
+    worlds = list(worlds)
     steps, dt = worlds[0].steps, worlds[0].dt
     if any(w.steps != steps or w.dt != dt for w in worlds):
-        raise ValueError(f"{batch.name}: all worlds need the same steps and dt")
+        raise ValueError("vmapped worlds need the same steps and dt")
     with jax.enable_x64(x64):
         models = [build_jaxode(w) for w in worlds]
         _same_structure(models)
@@ -138,38 +160,74 @@ def run_jaxode_batch(batch: BatchScene, x64: bool) -> list[dict]:
     return [{k: v[i] for k, v in traj.items()} for i in range(len(worlds))]
 
 
-def run_batch(batch: BatchScene) -> list[SceneResult]:
-    """One result per world of the batch (ODE world by world; jaxode vmapped)."""
-    odes = [run_ode(w) for w in batch.worlds]
-    f64 = run_jaxode_batch(batch, True)
-    f32 = run_jaxode_batch(batch, False)
-    out = []
-    for w, o, a, b in zip(batch.worlds, odes, f64, f32):
-        r = compare(w, o, a, b)
-        r.name = f"{batch.name}[{w.name}]"
-        out.append(r)
+def run_jaxode_batch(batch: BatchScene, x64: bool) -> list[dict]:
+    """All worlds of ``batch`` in ONE vmapped jaxode rollout; one trajectory per world."""
+    return run_jaxode_vmapped(batch.worlds, x64)
+
+
+def batch_world_name(batch: BatchScene, world: Scene) -> str:
+    return f"{batch.name}/{world.name}"
+
+
+def plan(scenes, batches, x64: bool = True) -> tuple[list, list]:
+    """Split the work into vmapped calls and single scenes.
+
+    Each batch becomes one vmapped call; plain scenes of the same structure that
+    could ride along (same geometry, steps, dt) join it, which saves their own
+    compilation. Returns (calls, singles): calls = [(names, worlds)], singles =
+    scenes run one by one (scenes of one structure still share a compiled
+    rollout through jit's cache)."""
+    singles = list(scenes)
+    calls = []
+    with jax.enable_x64(x64):
+        for b in batches:
+            worlds = list(b.worlds)
+            names = [batch_world_name(b, w) for w in worlds]
+            key = worlds[0].structure()
+            ref = build_jaxode(worlds[0])
+            for s in list(singles):
+                if s.structure() == key and s.dt == worlds[0].dt and _batchable(
+                        [ref, build_jaxode(s)], [worlds[0], s]):
+                    worlds.append(s)
+                    names.append(s.name)
+                    singles.remove(s)
+            calls.append((names, worlds))
+    return calls, singles
+
+
+def run_jaxode_all(scenes, batches, x64: bool, progress=None) -> dict:
+    """jaxode trajectories of every scene and batch world, keyed by result name."""
+    calls, singles = plan(scenes, batches, x64)
+    out = {}
+    for names, worlds in calls:
+        for n, t in zip(names, run_jaxode_vmapped(worlds, x64)):
+            out[n] = t
+        if progress:
+            progress(f"jaxode {'f64' if x64 else 'f32'}: vmapped {len(worlds)} worlds")
+    for s in sorted(singles, key=lambda s: repr(s.structure())):
+        out[s.name] = run_jaxode(s, x64)
+        if progress:
+            progress(f"jaxode {'f64' if x64 else 'f32'}: {s.name}")
     return out
 
 
-def run_all(scenes=None, batches=None, progress: Optional[callable] = None) -> list[SceneResult]:
-    """Every scene (grouped by structure so compiled functions are reused) and batch."""
+def run_all(scenes=None, batches=None, progress: Optional[Callable] = None) -> list[SceneResult]:
+    """Every scene and batch world: ODE, jaxode f64, jaxode f32, compared.
+
+    Returns the plain scenes' results in order, then the batch worlds'."""
     from jaxode.conformance.scenes import BATCH_SCENES, SCENES
 
-    scenes = SCENES if scenes is None else scenes
-    batches = BATCH_SCENES if batches is None else batches
-    order = sorted(range(len(scenes)), key=lambda i: repr(scenes[i].structure()))
-    results: dict[int, SceneResult] = {}
-    for i in order:
-        results[i] = run_scene(scenes[i])
+    scenes = list(SCENES if scenes is None else scenes)
+    batches = list(BATCH_SCENES if batches is None else batches)
+    f64 = run_jaxode_all(scenes, batches, True, progress)
+    f32 = run_jaxode_all(scenes, batches, False, progress)
+    items = [(s.name, s) for s in scenes] + [
+        (batch_world_name(b, w), w) for b in batches for w in b.worlds]
+    out = []
+    for name, s in items:
+        out.append(compare(s, run_ode(s), f64[name], f32[name], name=name))
         if progress:
-            progress(results[i])
-    out = [results[i] for i in range(len(scenes))]
-    for b in batches:
-        rs = run_batch(b)
-        if progress:
-            for r in rs:
-                progress(r)
-        out.extend(rs)
+            progress(out[-1])
     return out
 
 

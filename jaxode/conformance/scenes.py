@@ -300,8 +300,8 @@ _WHY_TRAJ64 = ("no contact rows: both engines evaluate the same double-precision
                "so only rounding differs")
 _WHY_ONE64 = ("one contact whose friction rows carry no load, so ODE's row shuffle cannot "
               "change the result: float64 rounding only")
-_WHY_F32_FREE = ("float32 (eps 1.2e-7) rounding of O(1) m positions accumulated over "
-                 "200 steps")
+_WHY_F32_FREE = ("float32 (eps 1.2e-7) rounding of positions of up to ~20 m and of the "
+                 "velocity/rotation updates, accumulated over 200 steps")
 _WHY_F32_CONTACT = ("float32 rounding of the O(1) m positions, plus the contact depth and "
                     "ERP/CFM terms computed in float32 (a 1e-7 m depth error is a 2e-6 m/s "
                     "correction at erp/dt = 20/s)")
@@ -315,12 +315,18 @@ def _one(f32: float = 1e-4, why64: str = _WHY_ONE64, f64: float = TRAJ64) -> Tol
     return Tolerance("trajectory", f64, why64, f32, _WHY_F32_CONTACT)
 
 
-def _multi(f64: float, why64: str, f32: float, why32: str) -> Tolerance:
-    return Tolerance("metric", f64, why64, f32, why32)
+#: RNG seeds over which ODE's own spread is measured (harness.ode_spread).
+SPREAD_SEEDS = tuple(range(16))
 
 
-_WHY_MULTI = ("several contacts: ODE shuffles the rows at iterations 8 and 16, jaxode does "
-              "not, so the 20-iteration SOR stops at a different point; ")
+def _multi(bound: float, spread: str) -> Tolerance:
+    """Several contacts: the bound is about twice ODE's own spread over SPREAD_SEEDS."""
+    why = ("several contacts: ODE shuffles the rows with its RNG at iterations 8 and 16, jaxode "
+           "keeps the initial order; over RNG seeds 0-15 ODE's own " + spread
+           + f", so {bound:g} (about 2x that spread)")
+    why32 = ("the row-order bound as in float64: float32 rounding (<= 1e-4 m here) is below "
+             "ODE's own seed-to-seed spread")
+    return Tolerance("metric", bound, why, bound, why32)
 
 # ------------------------------------------------------------------ scenes
 
@@ -386,12 +392,10 @@ SCENES: list[Scene] = [
                      "(visible ERP/CFM penetration)", world=World(erp=0.1, cfm=1e-3)),
     _sphere_on_plane("bounce_above_bounce_vel", "sphere dropped from 0.6 m, bounce 0.5, "
                      "bounce_vel 0.1 (impact 3.1 m/s: bounces)", z0=0.6,
-                     surface=dict(mu=0.0, bounce=0.5, bounce_vel=0.1), metric="rebound_height",
-                     dt=0.005),
+                     surface=dict(mu=0.0, bounce=0.5, bounce_vel=0.1), metric="rebound_height"),
     _sphere_on_plane("bounce_below_bounce_vel", "sphere dropped from 0.3 m, bounce 0.5, "
                      "bounce_vel 3 (impact 2 m/s: no bounce)", z0=0.3,
-                     surface=dict(mu=0.0, bounce=0.5, bounce_vel=3.0), metric="rebound_height",
-                     dt=0.005),
+                     surface=dict(mu=0.0, bounce=0.5, bounce_vel=3.0), metric="rebound_height"),
     _sphere_on_plane("soft_erp", "sphere starts 2 cm deep; surface soft_erp 0.05 sets the "
                      "recovery rate", z0=0.08, surface=dict(mu=0.5, soft_erp=0.05),
                      metric="final_z", steps=200),
@@ -403,51 +407,46 @@ SCENES: list[Scene] = [
     _sphere_on_plane("surface_layer", "resting sphere, world contact_surface_layer 0.01 m: "
                      "rests 1 cm deep", world=World(contact_surface_layer=0.01)),
     # ---- box on a plane (4 contacts) -------------------------------------------
-    _box_on_plane("rest_box", "0.2 m box dropped 2 cm onto the plane, rests on 4 contacts",
+    _box_on_plane("rest_box", "0.2 m box dropped 2 cm onto the plane, settles on 4 contacts",
                   dict(mu=0.5), z0=0.12, metric="rest_height",
-                  tol=_multi(1e-6, _WHY_MULTI + "at rest all orders converge to the same "
-                             "erp/cfm height, so 1 um", 1e-5,
-                             "float32 rounding of the rest height and of the 4-row solve")),
+                  tol=_multi(5e-4, "rest height varies by 1.9e-4 m (the landing rocks the box "
+                             "differently)")),
     _box_on_plane("slide_box_mu0.5", "box sliding at 2 m/s, pyramid friction mu 0.5",
                   dict(mu=0.5), vel=(2.0, 0.0, 0.0),
-                  tol=_multi(1e-3, _WHY_MULTI + "the friction split between the 4 contacts "
-                             "differs while sliding; 1 mm of a 0.41 m stop distance", 2e-3,
-                             "float32 rounding on top of the row-order bound (2 mm)")),
+                  tol=_multi(1e-3, "0.41 m stop distance varies by 1.0e-4 m")),
     _box_on_plane("slide_box_mu0.2", "box sliding at 2 m/s, pyramid friction mu 0.2",
                   dict(mu=0.2), vel=(2.0, 0.0, 0.0),
-                  tol=_multi(1e-3, _WHY_MULTI + "the friction split between the 4 contacts "
-                             "differs while sliding; 1 mm of a 1 m slide", 2e-3,
-                             "float32 rounding on top of the row-order bound (2 mm)")),
+                  tol=_multi(1e-3, "1.01 m stop distance varies by 2.9e-4 m")),
     _box_on_plane("slide_box_box_friction", "box sliding at 2 m/s, \"box\" friction mu = 1 N per "
-                  "contact (ODE's bound is per contact: 4 contacts give 4 N, 4 m/s^2)",
+                  "contact (ODE's bound is per contact: 4 contacts give up to 4 N)",
                   dict(mu=1.0, friction="box"), vel=(2.0, 0.0, 0.0),
-                  tol=_multi(1e-3, _WHY_MULTI + "with constant bounds the total friction is "
-                             "fixed, only its split differs; 1 mm", 2e-3,
-                             "float32 rounding on top of the row-order bound (2 mm)")),
+                  tol=_multi(5e-2, "0.5 m slide varies by 2.5e-2 m (the friction is 1 N per "
+                             "touching corner, and which corners touch while the box rocks "
+                             "depends on the row order)")),
     _box_on_plane("fdir1_anisotropic", "box pushed diagonally (1, 1) m/s; fdir1 = x with mu 0, "
-                  "mu2 0.5: slides on in x, stops in y",
+                  "mu2 0.5 (dContactMu2 set): slides on in x, stops in y",
                   dict(mu=0.0, mu2=0.5, fdir1=(1.0, 0.0, 0.0)), vel=(1.0, 1.0, 0.0),
                   metric="final_xy", plane_surface=dict(mu=0.5),
-                  tol=_multi(1e-3, _WHY_MULTI + "1 mm on the final (x, y)", 2e-3,
-                             "float32 rounding on top of the row-order bound (2 mm)")),
+                  tol=_multi(5e-3, "final (x, y) varies by (1.1e-3, 2.8e-3) m")),
     # ---- capsules ---------------------------------------------------------------
     Scene("capsule_lying", "capsule (r 0.05, l 0.3) lying along x dropped 2 cm: 2 contacts",
           World(), bodies=(body_of(_M_CAPSULE, (0.0, 0.0, 0.07), quat=_Q_Y90),),
           geoms=(_plane(mu=0.5), Geom("capsule", body=0, radius=0.05, length=0.3,
                                      surface=dict(mu=0.5))),
           metric="rest_height",
-          tol=_multi(1e-6, _WHY_MULTI + "at rest all orders converge to the same height: 1 um",
-                     1e-5, "float32 rounding of the rest height and of the 2-contact solve")),
+          tol=_one(why64="two mirror-symmetric contacts whose friction rows carry no load: the "
+                         "shuffle cannot change the result (ODE's own spread over 16 seeds: "
+                         "7e-16 m), float64 rounding only")),
     Scene("capsule_standing", "capsule standing on its cap, dropped 2 cm: 1 contact",
           World(), bodies=(body_of(_M_CAPSULE, (0.0, 0.0, 0.22)),),
           geoms=(_plane(mu=0.5), Geom("capsule", body=0, radius=0.05, length=0.3,
                                      surface=dict(mu=0.5))),
           metric="rest_height", tol=_one()),
     # ---- body against body ----------------------------------------------------
-    Scene("sphere_sphere", "zero g: 1 kg-class sphere at 1 m/s hits a resting sphere head-on, "
-          "bounce 0.5", World(gravity=(0.0, 0.0, 0.0)),
+    Scene("sphere_sphere", "zero g: a 2.1 kg sphere at 1 m/s hits a resting 4.2 kg sphere "
+          "head-on (not on a step boundary), bounce 0.5", World(gravity=(0.0, 0.0, 0.0)),
           bodies=(body_of(_M_SPHERE, (0.0, 0.0, 0.0), vel=(1.0, 0.0, 0.0)),
-                  body_of(mass_lib.sphere(radius=_SPHERE_R, density=1000.0), (0.3, 0.0, 0.0))),
+                  body_of(mass_lib.sphere(radius=_SPHERE_R, density=1000.0), (0.305, 0.0, 0.0))),
           geoms=(Geom("sphere", body=0, radius=_SPHERE_R, surface=dict(mu=0.5, bounce=0.5)),
                  Geom("sphere", body=1, radius=_SPHERE_R, surface=dict(mu=0.5, bounce=0.5))),
           metric="final_vx", metric_body=1, tol=_one()),
@@ -467,29 +466,28 @@ SCENES: list[Scene] = [
           geoms=(Geom("box", size=(0.4, 0.4, 0.2), pos=(0.0, 0.0, 0.1), surface=dict(mu=0.5)),
                  Geom("box", body=0, size=(0.2, 0.2, 0.2), surface=dict(mu=0.5))),
           metric="rest_height",
-          tol=_multi(1e-6, _WHY_MULTI + "at rest all orders converge to the same height: 1 um",
-                     1e-5, "float32 rounding of the rest height and of the 4-row solve")),
+          tol=_multi(5e-4, "rest height varies by 2.1e-4 m")),
     Scene("box_stack_3", "three 0.2 m boxes stacked on the plane, 1 cm gaps, settle",
           World(), bodies=tuple(body_of(_M_BOX, (0.0, 0.0, 0.1 + 0.21 * k)) for k in range(3)),
           geoms=(_plane(mu=0.5),) + tuple(Geom("box", body=k, size=(0.2, 0.2, 0.2),
                                                surface=dict(mu=0.5)) for k in range(3)),
           metric="final_z", metric_body=2,
-          tol=_multi(1e-5, _WHY_MULTI + "12 contacts settle to the same stack height up to the "
-                     "unconverged SOR residual: 10 um", 1e-4,
-                     "float32 rounding of the 3-body, 12-contact solve (0.1 mm)")),
+          tol=_multi(2e-3, "top box height varies by 8.8e-4 m")),
 ]
 
 
 def _rolling_sphere(erp, cfm, mu) -> Scene:
     s = dict(mu=mu)
-    return Scene(f"roll erp={erp} cfm={cfm:g} mu={mu}", "", World(erp=erp, cfm=cfm),
+    return Scene(f"roll_erp{erp}_cfm{cfm:g}_mu{mu}",
+                 f"sphere launched at 2 m/s slides then rolls; erp {erp}, cfm {cfm:g}, mu {mu}",
+                 World(erp=erp, cfm=cfm),
                  bodies=(body_of(_M_SPHERE, (0.0, 0.0, 0.099), vel=(2.0, 0.0, 0.0)),),
                  geoms=(_plane(**s), Geom("sphere", body=0, radius=_SPHERE_R, surface=s)),
                  metric="final_x", tol=_one(
                      why64="one contact: the normal row decouples from the friction rows for a "
                            "sphere, so a shuffle only moves the friction bound by the SOR residual "
                            "(0.3^16 relative): float64 rounding level"),
-                 steps=150)
+                 steps=200)
 
 
 BATCH_SCENES: list[BatchScene] = [
@@ -499,6 +497,23 @@ BATCH_SCENES: list[BatchScene] = [
                tuple(_rolling_sphere(*p) for p in
                      ((0.2, 1e-10, 0.1), (0.5, 1e-6, 0.3), (0.8, 1e-4, 0.6), (0.1, 1e-8, 1.0)))),
 ]
+
+
+#: scene name -> the precise disagreement in float64 (and float32); the tests mark
+#: these xfail(strict=True).
+KNOWN_DISAGREEMENTS: dict[str, str] = {
+}
+
+#: float32-only disagreements (float64 agrees): scene name -> reason.
+KNOWN_DISAGREEMENTS_F32: dict[str, str] = {
+    "capsule_lying": (
+        "float32 contact flicker: at rest ODE's depth is 2.5e-11 m, far below float32's "
+        "resolution at z = 0.05 m (3.7e-9 m), and the cap ends c +- a*h carry the quaternion's "
+        "float32 rounding (~6e-8 * 0.15 m), so at jaxode f32 step 55 one cap's depth rounds "
+        "below 0, the contact is dropped (depth >= 0 test, as in ODE), the capsule pivots on "
+        "the other cap and drops 0.6 mm; max position error 9.8e-4 m against the 1e-4 m "
+        "float32 bound (rest height itself agrees to 1.7e-6 m; float64 agrees to 1e-14 m)."),
+}
 
 
 def by_name(name: str) -> Scene:
