@@ -240,9 +240,15 @@ class WorldBuilder:
     _AXIS_DEFAULTS = dict(lo_stop=-math.inf, hi_stop=math.inf, vel=0.0, fmax=0.0,
                           fudge_factor=1.0, bounce=0.0, cfm=None, stop_erp=None, stop_cfm=None)
 
-    def _add_joint(self, jtype: int, body1, body2, naxis: int, collide: bool, geometry: dict,
-                   params: dict) -> int:
+    def _add_joint(self, jtype: int, body1, body2, naxis: Optional[int], collide: bool,
+                   geometry: dict, params: dict, scalars: Optional[dict] = None) -> int:
+        """Record joint ``jtype``: ``geometry`` (world frame, checked by the caller),
+        per-axis ``params`` (checked here; suffix 2/3 for axes 2/3; ``naxis`` None:
+        the registered type's count) and per-joint ``scalars``
+        (suspension_erp, suspension_cfm; None = the world's value)."""
         i = len(self.joints)
+        if naxis is None:
+            naxis = jt.REGISTRY[jtype].naxis
         where = f"joint {i} ({jt.JOINT_TYPE_NAMES[jtype]})"
         nb = len(self.bodies)
         for name, b in (("body1", body1), ("body2", body2)):
@@ -282,8 +288,14 @@ class WorldBuilder:
             axes.append(ax)
         if params:
             raise ValueError(f"{where}: unknown parameter(s) {sorted(params)}")
+        sc = {"suspension_erp": -1.0, "suspension_cfm": -1.0}
+        for key, v in (scalars or {}).items():
+            if key not in sc:
+                raise ValueError(f"{where}: unknown parameter {key!r}")
+            if v is not None:
+                sc[key] = _scalar(f"{where}: {key}", v, 0.0, 1.0 if key.endswith("erp") else None)
         self.joints.append(dict(type=jtype, body1=int(body1), body2=None if body2 is None else int(body2),
-                                collide=bool(collide), geometry=geometry, axes=axes))
+                                collide=bool(collide), geometry=geometry, axes=axes, scalars=sc))
         return i
 
     def _axis(self, where: str, name: str, v) -> np.ndarray:
@@ -341,13 +353,17 @@ class WorldBuilder:
             w2, x2, y2, z2 = q2
             qrel = np.array([w1 * w2 - x1 * x2 - y1 * y2 - z1 * z2, w1 * x2 + x1 * w2 + y1 * z2 - z1 * y2,
                              w1 * y2 + y1 * w2 + z1 * x2 - x1 * z2, w1 * z2 + z1 * w2 + x1 * y2 - y1 * x2])
-            if j["type"] == jt.FIXED:
-                offset = r1.T @ (p1 - p2) if has2 else p1
-            else:
-                offset = r2.T @ (p1 - p2) if has2 else p1
             row = dict(body1=j["body1"], body2=bi2, has2=has2,
                        anchor1=r1.T @ (anchor - p1), anchor2=r2.T @ (anchor - p2) if has2 else anchor,
-                       axis1=r1.T @ axis, axis2=r2.T @ axis if has2 else axis, qrel=qrel, offset=offset)
+                       axis1=r1.T @ axis, axis2=r2.T @ axis if has2 else axis, qrel=qrel,
+                       offset=r2.T @ (p1 - p2) if has2 else p1, extra={})
+            geometry_fn = jt.REGISTRY[j["type"]].geometry
+            if geometry_fn is not None:
+                for key, v in geometry_fn(geo, (p1, r1, q1), (p2, r2, q2) if has2 else None).items():
+                    if key in row and key != "extra":
+                        row[key] = v
+                    else:
+                        row["extra"][key] = np.asarray(v, dtype=np.float64)
             lst = groups.setdefault(j["type"], [])
             index.append((j["type"], len(lst)))
             lst.append((i, row))
@@ -360,7 +376,10 @@ class WorldBuilder:
                 body1=jnp.asarray(np.array([r["body1"] for _, r in rows], dtype=np.int32)),
                 body2=jnp.asarray(np.array([r["body2"] for _, r in rows], dtype=np.int32)),
                 has2=f("has2"), anchor1=f("anchor1"), anchor2=f("anchor2"), axis1=f("axis1"),
-                axis2=f("axis2"), qrel=f("qrel"), offset=f("offset"), type=jtype))
+                axis2=f("axis2"), qrel=f("qrel"), offset=f("offset"),
+                extra={key: jnp.asarray(np.array([r["extra"][key] for _, r in rows]))
+                       for key in rows[0][1]["extra"]},
+                type=jtype))
         return tuple(out), tuple(index)
 
     # ------------------------------------------------------------------- build
@@ -468,6 +487,9 @@ class WorldBuilder:
             **{f"joint_{key}": f(np.array([[ax[key] for ax in j["axes"]] for j in self.joints],
                                           dtype=np.float64).reshape(len(self.joints), 3))
                for key in self._AXIS_DEFAULTS},
+            **{f"joint_{key}": f(np.array([j["scalars"][key] for j in self.joints],
+                                          dtype=np.float64).reshape(len(self.joints)))
+               for key in ("suspension_erp", "suspension_cfm")},
         )
         joint_groups, joint_index = self._joint_groups(nbody)
         model = Model(

@@ -32,17 +32,19 @@ def joint_rows(model: Model, p: Params, pos_p, quat_p, vel_p, angvel_p, h):
     extra = jnp.zeros((pos_p.shape[0], 6), dtype)
     for g in model.joint_groups:
         ax = joints.AxisParams(
-            lo_stop=p.joint_lo_stop[g.ids, 0], hi_stop=p.joint_hi_stop[g.ids, 0],
-            vel=p.joint_vel[g.ids, 0], fmax=p.joint_fmax[g.ids, 0],
-            fudge_factor=p.joint_fudge_factor[g.ids, 0], bounce=p.joint_bounce[g.ids, 0],
-            cfm=_world_or(p.joint_cfm[g.ids, 0], p.cfm),
-            stop_erp=_world_or(p.joint_stop_erp[g.ids, 0], p.erp),
-            stop_cfm=_world_or(p.joint_stop_cfm[g.ids, 0], p.cfm))
-        ax = jax.tree.map(lambda x: x.astype(dtype), ax)
+            lo_stop=p.joint_lo_stop[g.ids], hi_stop=p.joint_hi_stop[g.ids],
+            vel=p.joint_vel[g.ids], fmax=p.joint_fmax[g.ids],
+            fudge_factor=p.joint_fudge_factor[g.ids], bounce=p.joint_bounce[g.ids],
+            cfm=_world_or(p.joint_cfm[g.ids], p.cfm),
+            stop_erp=_world_or(p.joint_stop_erp[g.ids], p.erp),
+            stop_cfm=_world_or(p.joint_stop_cfm[g.ids], p.cfm))
+        jp = joints.JointParams(ax, _world_or(p.joint_suspension_erp[g.ids], p.erp),
+                                _world_or(p.joint_suspension_cfm[g.ids], p.cfm))
+        jp = jax.tree.map(lambda x: x.astype(dtype), jp)
         bp = joints.BodyPair(pos_p[g.body1], quat_p[g.body1], vel_p[g.body1], angvel_p[g.body1],
                              pos_p[g.body2], quat_p[g.body2], vel_p[g.body2], angvel_p[g.body2])
         jr = jax.vmap(lambda gg, b, a: joints.joint_rows(g.type, gg, b, a, p.erp, p.cfm, h))(
-            g, bp, ax)
+            g, bp, jp)
         nj, m = jr.c.shape
         counts.append((g, m))
         extra = extra.at[g.body1].add(jr.extra1).at[g.body2].add(jr.extra2)

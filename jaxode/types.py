@@ -46,6 +46,8 @@ class Params:
       motor); joint_fudge_factor; joint_bounce; joint_cfm (motor row CFM),
       joint_stop_erp, joint_stop_cfm (limit rows); negative CFM/ERP values mean
       "the world's value" (ODE copies the world's at joint creation).
+      joint_suspension_erp, joint_suspension_cfm (njoint,): hinge-2's
+      suspension (dParamSuspensionERP/CFM; negative = the world's erp/cfm).
     """
 
     gravity: jax.Array
@@ -79,6 +81,8 @@ class Params:
     joint_cfm: jax.Array = None
     joint_stop_erp: jax.Array = None
     joint_stop_cfm: jax.Array = None
+    joint_suspension_erp: jax.Array = None
+    joint_suspension_cfm: jax.Array = None
 
 
 @pytree_dataclass

@@ -256,6 +256,38 @@ JOINT_PARAMS = {"lo_stop": 0, "hi_stop": 1, "vel": 2, "fmax": 5, "fudge_factor":
                 "suspension_erp": 11, "suspension_cfm": 12}
 
 
+def _v(x):
+    return tuple(float(c) for c in x)
+
+
+def _setup_ball(lib, j, anchor=(0.0, 0.0, 0.0)):
+    lib.dJointSetBallAnchor(j, *_v(anchor))
+
+
+def _setup_hinge(lib, j, anchor=(0.0, 0.0, 0.0), axis=(0.0, 0.0, 1.0)):
+    lib.dJointSetHingeAnchor(j, *_v(anchor))
+    lib.dJointSetHingeAxis(j, *_v(axis))
+
+
+def _setup_slider(lib, j, axis=(0.0, 0.0, 1.0)):
+    lib.dJointSetSliderAxis(j, *_v(axis))
+
+
+def _setup_fixed(lib, j):
+    lib.dJointSetFixed(j)
+
+
+#: kind -> (dJointCreate* symbol, dJointSet*Param symbol or None,
+#:          setup(lib, joint, **geometry) calling dJointSet*, geometry keyword names).
+#: Geometry keywords are world-frame values named as jaxode's builder names them.
+JOINT_SETUP: dict = {
+    "ball": ("dJointCreateBall", None, _setup_ball, ("anchor",)),
+    "hinge": ("dJointCreateHinge", "dJointSetHingeParam", _setup_hinge, ("anchor", "axis")),
+    "slider": ("dJointCreateSlider", "dJointSetSliderParam", _setup_slider, ("axis",)),
+    "fixed": ("dJointCreateFixed", None, _setup_fixed, ()),
+}
+
+
 class dJointFeedback(ctypes.Structure):
     _fields_ = [("f1", dVector3), ("t1", dVector3), ("f2", dVector3), ("t2", dVector3)]
 
@@ -553,29 +585,24 @@ class OdeWorld:
         self._callback = NearCallback(self._near)  # keep a reference!
 
     # -- lifetime ---------------------------------------------------------
-    def add_joint(self, kind: str, body1: int, body2=None, anchor=None, axis=None, **params) -> int:
-        """Create a joint (ball, hinge, slider, fixed) between body indices
-        ``body1`` and ``body2`` (None: the static world), set its world-frame
-        anchor/axis as dJointSet*Anchor/Axis and its dParam* values (keys of
-        JOINT_PARAMS, suffix 2/3 for the other axes); feedback is enabled."""
+    def add_joint(self, kind: str, body1: int, body2=None, **kw) -> int:
+        """Create a joint of ``kind`` (a key of :data:`JOINT_SETUP`) between body
+        indices ``body1`` and ``body2`` (None: the static world); geometry
+        keywords (world frame: anchor, axis, axis1, ...) go to the kind's setup
+        function as dJointSet*; the other keywords are dParam* values (keys of
+        JOINT_PARAMS, suffix 2/3 for the other axes). Feedback is enabled."""
         self._check_open()
         lib = self._lib
-        create = {"ball": lib.dJointCreateBall, "hinge": lib.dJointCreateHinge,
-                  "slider": lib.dJointCreateSlider, "fixed": lib.dJointCreateFixed}[kind]
-        j = create(self._world, None)
+        if kind not in JOINT_SETUP:
+            raise ValueError(f"unknown joint kind {kind!r}; known: {sorted(JOINT_SETUP)}")
+        create, setter_name, setup, geometry_keys = JOINT_SETUP[kind]
+        geometry = {k: kw.pop(k) for k in list(kw) if k in geometry_keys}
+        j = getattr(lib, create)(self._world, None)
         b2 = None if body2 is None else self._bodies[body2]
         lib.dJointAttach(j, self._bodies[body1], b2)
-        if kind == "ball":
-            lib.dJointSetBallAnchor(j, *map(float, anchor))
-        elif kind == "hinge":
-            lib.dJointSetHingeAnchor(j, *map(float, anchor))
-            lib.dJointSetHingeAxis(j, *map(float, axis))
-        elif kind == "slider":
-            lib.dJointSetSliderAxis(j, *map(float, axis))
-        elif kind == "fixed":
-            lib.dJointSetFixed(j)
-        setter = {"hinge": lib.dJointSetHingeParam, "slider": lib.dJointSetSliderParam}.get(kind)
-        for key, value in params.items():
+        setup(lib, j, **geometry)
+        setter = None if setter_name is None else getattr(lib, setter_name)
+        for key, value in kw.items():
             base, group = key, 0
             if key[-1] in "23":
                 base, group = key[:-1], 0x100 * (int(key[-1]) - 1)
@@ -604,6 +631,11 @@ class OdeWorld:
 
     def slider_position(self, j: int) -> float:
         return float(self._lib.dJointGetSliderPosition(self._joints[j]))
+
+    def joint_call(self, fn: str, j: int, *args):
+        """Call libode's ``fn`` (a prototyped dJoint* function) on joint ``j``:
+        e.g. ``joint_call("dJointGetUniversalAngle1", j)``."""
+        return getattr(self._lib, fn)(self._joints[j], *args)
 
     def close(self):
         lib = getattr(self, "_lib", None)

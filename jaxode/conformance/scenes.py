@@ -8,13 +8,11 @@ physics metric to compare and the tolerances with their reasons).
 ``dWorldQuickStep``). :data:`SCENES` lists the contact/body scenes;
 :data:`BATCH_SCENES` the "many worlds, one vmapped call" scenes.
 
-Extension point (joints): :class:`Joint` and the registry
-:data:`JOINT_BUILDERS` (``type -> (add_to_jaxode_builder, add_to_ode_world)``).
-A scene with joints builds once both functions are registered for each of
-its joint types; until then :func:`build_jaxode` / :func:`build_ode` raise
-``NotImplementedError`` naming the missing type. New joint scenes are added
-to :data:`SCENES` like any other (tolerance: one joint does not depend on
-row order, so float64 positions should agree to ~1e-9).
+Joints: a :class:`Joint` names the type (jaxode's ``add_<type>`` method and
+``odelib.JOINT_SETUP``'s kind), the world-frame geometry keywords and the
+dParam* keywords, given identically to both sides. Joint scenes are listed in
+:data:`SCENES` like any other (one joint does not depend on row order, so
+float64 positions agree to ~1e-9).
 
 Tolerances (see ``docs/CONFORMANCE.md``): scenes whose answer does not depend
 on the order of the constraint rows (no contact, one contact whose friction
@@ -108,19 +106,17 @@ class Geom:
 
 @dataclass(frozen=True)
 class Joint:
-    """Extension point for joint scenes (see :data:`JOINT_BUILDERS`)."""
+    """A joint: ``type`` (ball, hinge, slider, fixed, universal, hinge2, pr, pu,
+    piston, amotor, lmotor, plane2d), bodies (body2 None: the static world),
+    ``geometry`` keywords in the world frame (anchor, axis, axis1, ...; as
+    WorldBuilder.add_<type> takes them) and ``params`` (lo_stop, vel, fmax, ...
+    with suffix 2/3 for the other axes)."""
 
     type: str
     body1: int
     body2: Optional[int] = None
-    anchor: tuple = (0.0, 0.0, 0.0)
-    axis: tuple = (0.0, 0.0, 1.0)
+    geometry: dict = field(default_factory=dict)
     params: dict = field(default_factory=dict)
-
-
-#: joint type -> (fn(jaxode WorldBuilder, Joint), fn(odelib.OdeWorld, Joint)).
-#: Empty until joints exist on both sides; register functions here.
-JOINT_BUILDERS: dict[str, tuple[Callable, Callable]] = {}
 
 
 @dataclass(frozen=True)
@@ -216,11 +212,12 @@ _SURFACE_KEYS = ("mu", "mu2", "fdir1", "friction", "bounce", "bounce_vel", "soft
 
 
 def _check_joints(scene: Scene) -> None:
+    from jaxode.conformance import odelib
+
     for j in scene.joints:
-        if j.type not in JOINT_BUILDERS:
+        if j.type not in odelib.JOINT_SETUP:
             raise NotImplementedError(
-                f"scene {scene.name!r}: no builder registered for joint type {j.type!r} "
-                f"(add it to jaxode.conformance.scenes.JOINT_BUILDERS)")
+                f"scene {scene.name!r}: joint type {j.type!r} is not in odelib.JOINT_SETUP")
 
 
 def build_jaxode(scene: Scene):
@@ -255,7 +252,7 @@ def build_jaxode(scene: Scene):
         else:
             raise ValueError(f"scene {scene.name!r}: unknown geom type {g.type!r}")
     for j in scene.joints:
-        JOINT_BUILDERS[j.type][0](b, j)
+        getattr(b, f"add_{j.type}")(j.body1, j.body2, **j.geometry, **j.params)
     return b.build()
 
 
@@ -288,7 +285,7 @@ def build_ode(scene: Scene):
         else:
             raise ValueError(f"scene {scene.name!r}: unknown geom type {g.type!r}")
     for j in scene.joints:
-        JOINT_BUILDERS[j.type][1](world, j)
+        world.add_joint(j.type, j.body1, j.body2, **j.geometry, **j.params)
     return world
 
 

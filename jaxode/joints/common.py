@@ -1,4 +1,5 @@
-"""Joint constraint rows (ODE's ``joints/*.cpp`` getInfo2), one function per joint type.
+"""Shared joint machinery: the JointGroup pytree, the per-type registry, ODE's
+limit/motor row (dxJointLimitMotor) and small rotation helpers.
 
 Every joint of a type is described by body-frame geometry fixed at build time
 (as ODE's dJointSet* functions store it) and per-axis parameters in
@@ -13,7 +14,7 @@ frame. Units SI; angles in radians.
 """
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Callable, NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
@@ -21,11 +22,10 @@ import jax.numpy as jnp
 from jaxode import math as jm
 from jaxode._struct import pytree_dataclass, static_field
 
-BALL, HINGE, SLIDER, FIXED, UNIVERSAL, HINGE2 = range(6)
+BALL, HINGE, SLIDER, FIXED, UNIVERSAL, HINGE2, PR, PU, PISTON, AMOTOR, LMOTOR, PLANE2D = range(12)
 JOINT_TYPE_NAMES = {BALL: "ball", HINGE: "hinge", SLIDER: "slider", FIXED: "fixed",
-                    UNIVERSAL: "universal", HINGE2: "hinge2"}
-# Rows per joint (the last ``naxis`` are limit/motor rows).
-JOINT_ROWS = {BALL: 3, HINGE: 6, SLIDER: 6, FIXED: 6, UNIVERSAL: 6, HINGE2: 6}
+                    UNIVERSAL: "universal", HINGE2: "hinge2", PR: "pr", PU: "pu",
+                    PISTON: "piston", AMOTOR: "amotor", LMOTOR: "lmotor", PLANE2D: "plane2d"}
 
 
 @pytree_dataclass
@@ -37,7 +37,8 @@ class JointGroup:
     (J, 3) anchor in body 1 / body 2 frames (world point for the world);
     axis1 (J, 3) in body 1's frame; axis2 (J, 3) in body 2's frame (world for
     the world); qrel (J, 4) initial relative rotation as ODE stores it; offset
-    (J, 3) slider/fixed offset as ODE stores it.
+    (J, 3) slider/fixed offset as ODE stores it; extra: type-specific geometry
+    (name -> (J, ...) array), from the type's ``geometry`` function.
     """
 
     ids: jax.Array
@@ -50,6 +51,7 @@ class JointGroup:
     axis2: jax.Array
     qrel: jax.Array
     offset: jax.Array
+    extra: dict
     type: int = static_field()
 
 
@@ -85,7 +87,9 @@ class JointRows(NamedTuple):
 
 
 class AxisParams(NamedTuple):
-    """Per-axis limit/motor parameters of one joint axis (ODE's dxJointLimitMotor)."""
+    """Limit/motor parameters of joint axes (ODE's dxJointLimitMotor); inside a
+    row function each leaf has shape (3,), one entry per axis (ODE's dParam*,
+    dParam*2, dParam*3); world-valued defaults (negative cfm/erp) are resolved."""
 
     lo_stop: jax.Array
     hi_stop: jax.Array
@@ -98,7 +102,8 @@ class AxisParams(NamedTuple):
     stop_cfm: jax.Array
 
 
-def _cross_minus(a):
+def cross_minus(a):
+    """ODE's dSetCrossMatrixMinus: the matrix M with M @ b = b x a."""
     z = jnp.zeros_like(a[0])
     return jnp.array([[z, a[2], -a[1]], [-a[2], z, a[0]], [a[1], -a[0], z]])
 
@@ -179,114 +184,87 @@ def limot_row(ax, rotational: bool, value, rate_in, p: AxisParams, ltd, has2, h,
     return j1, j2, c, cfm, lo, hi, active, extra1, extra2
 
 
-def _ball_rows(g, b: BodyPair, k, cfm_w):
-    r1, r2 = jm.quat_to_mat(b.quat1), jm.quat_to_mat(b.quat2)
-    a1, a2 = r1 @ g.anchor1, r2 @ g.anchor2
-    eye = jnp.eye(3, dtype=a1.dtype)
-    j1 = jnp.concatenate([eye, _cross_minus(a1)], axis=1)
-    j2 = jnp.concatenate([-eye, -_cross_minus(a2)], axis=1)
-    c = k * (a2 + b.pos2 - a1 - b.pos1)
-    return j1, j2, c
 
 
-def _fixed_orientation_rows(g, b: BodyPair, k):
-    eye = jnp.eye(3, dtype=b.pos1.dtype)
-    z = jnp.zeros((3, 3), b.pos1.dtype)
-    j1 = jnp.concatenate([z, eye], axis=1)
-    j2 = jnp.concatenate([z, -eye], axis=1)
-    qerr = relative_quat(g.qrel, b.quat1, b.quat2)
-    qerr = jnp.where(qerr[0] < 0, -qerr, qerr)
-    e = jm.quat_to_mat(b.quat1) @ qerr[1:]
-    return j1, j2, 2.0 * k * e
+class JointParams(NamedTuple):
+    """Per-joint parameters passed to a row function: ``axes`` (AxisParams with
+    (3,) leaves) and hinge-2's suspension_erp, suspension_cfm (world values
+    when unset)."""
+
+    axes: AxisParams
+    suspension_erp: jax.Array
+    suspension_cfm: jax.Array
 
 
-def _pad_rows(j1, j2, c, m, dtype):
-    n = c.shape[0]
-    if n == m:
-        return j1, j2, c
-    pad = m - n
-    return (jnp.concatenate([j1, jnp.zeros((pad, 6), dtype)]),
-            jnp.concatenate([j2, jnp.zeros((pad, 6), dtype)]),
-            jnp.concatenate([c, jnp.zeros((pad,), dtype)]))
+def axis(axes: AxisParams, k: int) -> AxisParams:
+    """The parameters of axis ``k`` (0, 1, 2) as scalars."""
+    return AxisParams(*[x[k] for x in axes])
 
 
-def joint_rows(jtype: int, g, b: BodyPair, axis: AxisParams, erp_w, cfm_w, h) -> JointRows:
-    """Rows of one joint of type ``jtype`` (unbatched; vmapped over a JointGroup).
+class JointType(NamedTuple):
+    """A joint type's implementation, registered in :data:`REGISTRY`.
 
-    ``g``: the joint's fields of its JointGroup; ``axis``: AxisParams of its
-    first axis (rows beyond the geometric ones); erp_w, cfm_w: the world's
-    ERP/CFM (ODE passes the world ERP to getInfo2; joint rows start with the
-    world CFM); h: step [s].
+    nrows: rows per joint (static; rows that are off are masked with ``active``),
+      limit/motor rows included.
+    naxis: axes that take per-axis parameters (builder suffixes "", "2", "3").
+    rows(g, b, jp, erp_w, cfm_w, h) -> JointRows: one joint (vmapped over the
+      group); g the joint's JointGroup slice, b its BodyPair, jp JointParams.
+    geometry(geo, frame1, frame2) -> dict: build-time (numpy) body-frame
+      geometry from the builder's world-frame ``geo`` dict; frame = (pos (3,),
+      R (3, 3), quat (4,)) of a body at build time, frame2 None for the world.
+      Keys naming JointGroup fields replace the defaults, others go to
+      ``extra``. None: the default fields only.
     """
-    dtype = b.pos1.dtype
-    k = erp_w / h
-    m = JOINT_ROWS[jtype]
+
+    name: str
+    nrows: int
+    naxis: int
+    rows: Callable
+    geometry: Optional[Callable] = None
+
+
+REGISTRY: dict[int, JointType] = {}
+
+
+def register(jtype: int, impl: JointType) -> None:
+    REGISTRY[jtype] = impl
+
+
+class Limot(NamedTuple):
+    """One limit/motor row (the outputs of :func:`limot_row`)."""
+
+    j1: jax.Array
+    j2: jax.Array
+    c: jax.Array
+    cfm: jax.Array
+    lo: jax.Array
+    hi: jax.Array
+    active: jax.Array
+    extra1: jax.Array
+    extra2: jax.Array
+
+
+def assemble(j1, j2, c, cfm_w, limots=(), cfm=None, lo=None, hi=None, active=None) -> JointRows:
+    """JointRows from k geometric rows (j1, j2 (k, 6), c (k,), world CFM unless
+    ``cfm``/``lo``/``hi``/``active`` (k,) say otherwise) followed by limit/motor rows."""
+    dtype = c.dtype
+    k = c.shape[0]
+    cfm = jnp.full((k,), cfm_w, dtype) if cfm is None else cfm
+    lo = jnp.full((k,), -jnp.inf, dtype) if lo is None else lo
+    hi = jnp.full((k,), jnp.inf, dtype) if hi is None else hi
+    active = jnp.ones((k,), bool) if active is None else active
     zero6 = jnp.zeros(6, dtype)
-    cfm = jnp.full((m,), cfm_w, dtype)
-    lo = jnp.full((m,), -jnp.inf, dtype)
-    hi = jnp.full((m,), jnp.inf, dtype)
-    active = jnp.ones((m,), bool)
     extra1 = extra2 = zero6
-    r1 = jm.quat_to_mat(b.quat1)
-    if jtype == BALL:
-        j1, j2, c = _ball_rows(g, b, k, cfm_w)
-    elif jtype == FIXED:
-        jr1, jr2, cr = _fixed_orientation_rows(g, b, k)
-        ofs = r1 @ g.offset
-        eye = jnp.eye(3, dtype=dtype)
-        jl1 = jnp.concatenate([eye, -_cross_minus(ofs) * g.has2], axis=1)
-        jl2 = jnp.concatenate([-eye, jnp.zeros((3, 3), dtype)], axis=1)
-        cl = jnp.where(g.has2 > 0, k * (b.pos2 - b.pos1 + ofs), k * (g.offset - b.pos1))
-        j1, j2, c = (jnp.concatenate([jl1, jr1]), jnp.concatenate([jl2, jr2]),
-                     jnp.concatenate([cl, cr]))
-    elif jtype == HINGE:
-        jb1, jb2, cb = _ball_rows(g, b, k, cfm_w)
-        ax1 = r1 @ g.axis1
-        p, q = jm.plane_space(ax1)
-        ax2 = jm.quat_to_mat(b.quat2) @ g.axis2
-        bb = jnp.cross(ax1, ax2)
-        z3 = jnp.zeros(3, dtype)
-        jh1 = jnp.stack([jnp.concatenate([z3, p]), jnp.concatenate([z3, q])])
-        jh2 = -jh1
-        ch = k * jnp.stack([jnp.dot(bb, p), jnp.dot(bb, q)])
-        angle = hinge_angle_from_quat(relative_quat(g.qrel, b.quat1, b.quat2), g.axis1)
-        rate = jnp.dot(ax1, b.angvel1) - jnp.dot(ax1, b.angvel2)
-        use = ((axis.lo_stop >= -jnp.pi) | (axis.hi_stop <= jnp.pi)) & (axis.lo_stop <= axis.hi_stop)
-        lj1, lj2, lc, lcfm, llo, lhi, lact, extra1, extra2 = limot_row(
-            ax1, True, angle, rate, axis, jnp.zeros(3, dtype), g.has2, h, use)
-        j1 = jnp.concatenate([jb1, jh1, lj1[None]])
-        j2 = jnp.concatenate([jb2, jh2, lj2[None]])
-        c = jnp.concatenate([cb, ch, lc[None]])
-        cfm = cfm.at[5].set(lcfm)
-        lo, hi = lo.at[5].set(llo), hi.at[5].set(lhi)
-        active = active.at[5].set(lact)
-    elif jtype == SLIDER:
-        jr1, jr2, cr = _fixed_orientation_rows(g, b, k)
-        ax1 = r1 @ g.axis1
-        p, q = jm.plane_space(ax1)
-        r2 = jm.quat_to_mat(b.quat2)
-        cc = (b.pos2 - b.pos1) * g.has2
-        z3 = jnp.zeros(3, dtype)
-        ang_p = 0.5 * jnp.cross(cc, p)
-        ang_q = 0.5 * jnp.cross(cc, q)
-        js1 = jnp.stack([jnp.concatenate([p, ang_p]), jnp.concatenate([q, ang_q])])
-        js2 = jnp.stack([jnp.concatenate([-p, ang_p]), jnp.concatenate([-q, ang_q])])
-        ofs_vec = jnp.where(g.has2 > 0, b.pos2 - b.pos1 + r2 @ g.offset, g.offset - b.pos1)
-        cs = k * jnp.stack([jnp.dot(p, ofs_vec), jnp.dot(q, ofs_vec)])
-        position = jnp.dot(ax1, b.pos1 - r2 @ g.offset - b.pos2)
-        rate = jnp.dot(ax1, b.vel1) - jnp.dot(ax1, b.vel2)
-        use = ((axis.lo_stop > -jnp.inf) | (axis.hi_stop < jnp.inf)) & (axis.lo_stop <= axis.hi_stop)
-        ltd = jnp.cross(0.5 * (b.pos2 - b.pos1), ax1)
-        lj1, lj2, lc, lcfm, llo, lhi, lact, extra1, extra2 = limot_row(
-            ax1, False, position, rate, axis, ltd, g.has2, h, use)
-        j1 = jnp.concatenate([jr1, js1, lj1[None]])
-        j2 = jnp.concatenate([jr2, js2, lj2[None]])
-        c = jnp.concatenate([cr, cs, lc[None]])
-        cfm = cfm.at[5].set(lcfm)
-        lo, hi = lo.at[5].set(llo), hi.at[5].set(lhi)
-        active = active.at[5].set(lact)
-    else:
-        raise NotImplementedError(f"joint type {JOINT_TYPE_NAMES.get(jtype, jtype)} has no rows yet")
-    j2 = j2 * g.has2
+    if limots:
+        L = [Limot(*x) for x in limots]
+        j1 = jnp.concatenate([j1, jnp.stack([x.j1 for x in L])])
+        j2 = jnp.concatenate([j2, jnp.stack([x.j2 for x in L])])
+        c = jnp.concatenate([c, jnp.stack([x.c for x in L])])
+        cfm = jnp.concatenate([cfm, jnp.stack([x.cfm for x in L])])
+        lo = jnp.concatenate([lo, jnp.stack([x.lo for x in L])])
+        hi = jnp.concatenate([hi, jnp.stack([x.hi for x in L])])
+        active = jnp.concatenate([active, jnp.stack([x.active for x in L])])
+        extra1 = sum(x.extra1 for x in L)
+        extra2 = sum(x.extra2 for x in L)
     return JointRows(j1=j1, j2=j2, c=c, cfm=cfm, lo=lo, hi=hi, active=active,
                      extra1=extra1, extra2=extra2)
