@@ -487,6 +487,13 @@ def _rolling_sphere(erp, cfm, mu) -> Scene:
                  steps=200)
 
 
+# Joint scenes live in joint_scenes.py (one function per joint family); it imports
+# this module's names, which are all defined by now.
+from jaxode.conformance.joint_scenes import JOINT_SCENES  # noqa: E402
+
+SCENES += JOINT_SCENES
+
+
 BATCH_SCENES: list[BatchScene] = [
     BatchScene("batch_rolling_spheres",
                "4 worlds, one vmapped jaxode call: a sphere launched at 2 m/s, 1 mm deep, slides "
