@@ -10,6 +10,12 @@ from jaxode.api import (add_force, add_force_at_pos, add_force_at_rel_pos, add_r
 from jaxode.builder import WorldBuilder
 from jaxode.joint_api import (add_hinge_torque, add_slider_force, hinge_angle, hinge_angle_rate,
                               joint_feedback, slider_position, slider_position_rate)
+from jaxode.joint_api import (add_hinge2_torques, add_universal_torques, hinge2_angle1,  # noqa: E402
+                              hinge2_angle1_rate, hinge2_angle2, hinge2_angle2_rate, pu_angle1,
+                              pu_angle1_rate, pu_angle2, pu_angle2_rate, pu_position,
+                              pu_position_rate, universal_angle1, universal_angle1_rate,
+                              universal_angle2, universal_angle2_rate)
+from jaxode.joint_api import add_amotor_torques, amotor_angle, amotor_angle_rate  # noqa: E402
 from jaxode.surface import Surface
 from jaxode.types import Contacts, Model, Params, State, Trajectory, batch
 
@@ -21,4 +27,9 @@ __all__ = [
     "add_force_at_rel_pos", "add_rel_force_at_pos", "add_rel_force_at_rel_pos",
     "hinge_angle", "hinge_angle_rate", "slider_position", "slider_position_rate",
     "joint_feedback", "add_hinge_torque", "add_slider_force",
+    "universal_angle1", "universal_angle2", "universal_angle1_rate", "universal_angle2_rate",
+    "add_universal_torques", "hinge2_angle1", "hinge2_angle2", "hinge2_angle1_rate",
+    "hinge2_angle2_rate", "add_hinge2_torques", "pu_position", "pu_position_rate", "pu_angle1",
+    "pu_angle2", "pu_angle1_rate", "pu_angle2_rate",
+    "amotor_angle", "amotor_angle_rate", "add_amotor_torques",
 ]

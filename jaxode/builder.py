@@ -321,6 +321,69 @@ class WorldBuilder:
         return self._add_joint(jt.HINGE, body1, body2, 1, collide, dict(
             anchor=_vec(f"{where}: anchor", anchor, 3), axis=self._axis(where, "axis", axis)), params)
 
+    def _two_axes(self, where: str, axis1, axis2, perpendicular: bool):
+        """Unit world axes 1 and 2; they must not be parallel (and, for the
+        universal and PU joints, must be perpendicular as ODE assumes)."""
+        a1, a2 = self._axis(where, "axis1", axis1), self._axis(where, "axis2", axis2)
+        if np.linalg.norm(np.cross(a1, a2)) < 1e-6:
+            raise ValueError(f"{where}: axis2 must not be parallel to axis1 "
+                             f"(got {tuple(a1)} and {tuple(a2)})")
+        if perpendicular and abs(float(np.dot(a1, a2))) > 1e-6:
+            raise ValueError(f"{where}: axis2 must be perpendicular to axis1 (ODE drives them "
+                             f"perpendicular; got cos = {float(np.dot(a1, a2)):.3g})")
+        return a1, a2
+
+    def add_universal(self, body1: int, body2: Optional[int] = None, anchor=(0.0, 0.0, 0.0),
+                      axis1=(1.0, 0.0, 0.0), axis2=(0.0, 1.0, 0.0), collide: bool = False,
+                      **params) -> int:
+        """Universal joint (dJointCreateUniversal): world ``anchor`` [m], ``axis1``
+        (turns with body 1) perpendicular to ``axis2`` (turns with body 2).
+        Per-axis parameters as add_hinge, suffix "" for axis 1 and "2" for axis 2
+        (stops [rad], fmax [N m]). Both angles are zero at the build-time pose."""
+        where = f"joint {len(self.joints)} (universal)"
+        a1, a2 = self._two_axes(where, axis1, axis2, perpendicular=True)
+        return self._add_joint(jt.UNIVERSAL, body1, body2, 2, collide, dict(
+            anchor=_vec(f"{where}: anchor", anchor, 3), axis1=a1, axis2=a2), params)
+
+    def add_hinge2(self, body1: int, body2: Optional[int] = None, anchor=(0.0, 0.0, 0.0),
+                   axis1=(1.0, 0.0, 0.0), axis2=(0.0, 1.0, 0.0), suspension_erp=None,
+                   suspension_cfm=None, collide: bool = False, **params) -> int:
+        """Hinge-2 joint (dJointCreateHinge2) between two bodies (ODE needs both):
+        world ``anchor`` [m], ``axis1`` on body 1 (steering and suspension axis),
+        ``axis2`` on body 2 (wheel axle), not parallel. Axis 1 takes stops
+        [rad] and a motor; axis 2 (suffix "2") a motor only, no stops.
+        suspension_erp in [0, 1], suspension_cfm >= 0 soften the anchor along
+        axis 1 (None: the world's ERP/CFM); for a spring kp [N/m] and damper
+        kd [N s/m] at step h: erp = h kp / (h kp + kd), cfm = 1 / (h kp + kd)."""
+        where = f"joint {len(self.joints)} (hinge2)"
+        if body2 is None:
+            raise ValueError(f"{where}: body2 must be a body: ODE's hinge-2 joint needs two "
+                             "bodies (got None)")
+        a1, a2 = self._two_axes(where, axis1, axis2, perpendicular=False)
+        for key in ("lo_stop2", "hi_stop2"):
+            if key in params and math.isfinite(_scalar(f"{where}: {key}", params[key],
+                                                       allow_inf=True)):
+                raise ValueError(f"{where}: {key}: axis 2 of a hinge-2 joint has no stops "
+                                 f"(ODE ignores them; got {params[key]!r})")
+        return self._add_joint(jt.HINGE2, body1, body2, 2, collide, dict(
+            anchor=_vec(f"{where}: anchor", anchor, 3), axis1=a1, axis2=a2), params,
+            scalars=dict(suspension_erp=suspension_erp, suspension_cfm=suspension_cfm))
+
+    def add_pu(self, body1: int, body2: Optional[int] = None, anchor=(0.0, 0.0, 0.0),
+               axis1=(0.0, 1.0, 0.0), axis2=(0.0, 0.0, 1.0), axis3=(1.0, 0.0, 0.0),
+               collide: bool = False, **params) -> int:
+        """Prismatic-universal joint (dJointCreatePU): body 1 slides along
+        ``axis3`` (fixed in body 1) relative to a universal joint at world
+        ``anchor`` [m] with ``axis1`` (body 1) perpendicular to ``axis2`` (body
+        2). Per-axis parameters: suffix "" axis 1 and "2" axis 2 (rotational:
+        stops [rad], fmax [N m]), "3" axis 3 (prismatic: stops [m], fmax [N]).
+        Angles and position are zero at the build-time pose."""
+        where = f"joint {len(self.joints)} (pu)"
+        a1, a2 = self._two_axes(where, axis1, axis2, perpendicular=True)
+        return self._add_joint(jt.PU, body1, body2, 3, collide, dict(
+            anchor=_vec(f"{where}: anchor", anchor, 3), axis1=a1, axis2=a2,
+            axis3=self._axis(where, "axis3", axis3)), params)
+
     def add_slider(self, body1: int, body2: Optional[int] = None, axis=(0.0, 0.0, 1.0),
                    collide: bool = False, **params) -> int:
         """Slider (dJointCreateSlider) along world ``axis``; per-axis parameters as
@@ -332,6 +395,106 @@ class WorldBuilder:
     def add_fixed(self, body1: int, body2: Optional[int] = None, collide: bool = False) -> int:
         """Fixed joint (dJointCreateFixed + dJointSetFixed): keeps the build-time relative pose."""
         return self._add_joint(jt.FIXED, body1, body2, 0, collide, {}, {})
+
+    def _motor_axes(self, where: str, num_axes, axes, rel, naxes=None):
+        """(num_axes, unit world axes, rel padded to 3) of an amotor/lmotor; ``naxes``
+        the number of axis vectors expected (default num_axes)."""
+        if num_axes is None:
+            num_axes = len(axes) if naxes is None else 3
+        if not isinstance(num_axes, (int, np.integer)) or not 0 <= num_axes <= 3:
+            raise ValueError(f"{where}: num_axes must be an integer in [0, 3] (got {num_axes!r})")
+        num_axes = int(num_axes)
+        naxes = num_axes if naxes is None else naxes
+        try:
+            axes = list(axes)
+        except TypeError:
+            raise ValueError(f"{where}: axes must be a sequence of {naxes} 3-vectors "
+                             f"(got {axes!r})") from None
+        if len(axes) != naxes:
+            raise ValueError(f"{where}: axes must hold {naxes} axis vector(s) for num_axes = "
+                             f"{num_axes} (got {len(axes)})")
+        axes = [self._axis(where, f"axes[{i}]", a) for i, a in enumerate(axes)]
+        rel = (0,) * num_axes if rel is None else rel
+        try:
+            rel = list(rel)
+        except TypeError:
+            raise ValueError(f"{where}: rel must be a sequence of {num_axes} values in "
+                             f"{{0, 1, 2}} (got {rel!r})") from None
+        if len(rel) != num_axes or any(not isinstance(r, (int, np.integer)) or r not in (0, 1, 2)
+                                       for r in rel):
+            raise ValueError(f"{where}: rel must hold {num_axes} value(s) in {{0, 1, 2}} "
+                             f"(0 world, 1 body 1, 2 body 2) (got {rel!r})")
+        return num_axes, axes, tuple(int(r) for r in rel) + (0,) * (3 - num_axes)
+
+    def add_amotor(self, body1: int, body2: Optional[int] = None, num_axes: Optional[int] = None,
+                   axes=(), rel=None, mode: str = "user", collide: bool = True, **params) -> int:
+        """Angular motor (dJointCreateAMotor): limit/motor rows about up to 3 axes.
+
+        mode "user": ``num_axes`` in [0, 3] (default len(axes)) world ``axes``,
+        each fixed in the frame ``rel[i]`` names (0 world, the default; 1 body
+        1; 2 body 2, or the world when body2 is None). Motors only: ODE tests
+        user-mode stops against angles set with dJointSetAMotorAngle, which
+        jaxode does not keep, so stops are rejected.
+        mode "euler": ``axes=(axis0, axis2)``, perpendicular world axes, axis 0
+        fixed in body 1 and axis 2 in body 2 (or the world); rel is implied
+        (1, 0, 2); three axes. Rows act on the Euler angles (see
+        :func:`jaxode.amotor_angle`), which the stops [rad] limit.
+        Per-axis parameters as add_hinge with suffix "", "2", "3" for axes 0,
+        1, 2 (vel [rad/s], fmax [N m]). ``collide``: ODE does not exclude
+        contacts between motor-joined bodies, so contacts stay on (False
+        excludes them, as a near callback using dAreConnected would)."""
+        where = f"joint {len(self.joints)} (amotor)"
+        if mode not in ("user", "euler"):
+            raise ValueError(f"{where}: mode must be 'user' or 'euler' (got {mode!r})")
+        if mode == "euler":
+            if num_axes not in (None, 3):
+                raise ValueError(f"{where}: num_axes must be 3 in Euler mode (got {num_axes!r})")
+            try:
+                rel_ok = rel is None or tuple(int(r) for r in rel) == (1, 0, 2)
+            except (TypeError, ValueError):
+                rel_ok = False
+            if not rel_ok:
+                raise ValueError(f"{where}: rel: Euler mode needs axis 0 on body 1 and axis 2 on "
+                                 f"body 2, rel = (1, 0, 2); leave rel unset (got {rel!r})")
+            num, ax, _ = self._motor_axes(where + " (Euler mode: axes=(axis0, axis2))", 3,
+                                          axes, None, naxes=2)
+            cos = float(np.dot(ax[0], ax[1]))
+            if abs(cos) > 1e-6:
+                raise ValueError(f"{where}: axes: in Euler mode axis 2 must be perpendicular to "
+                                 f"axis 0 at build time (ODE assumes it; got cos = {cos:.3g})")
+            geo = dict(mode="euler", num_axes=3, axes=ax, rel=(1, 0, 2))
+        else:
+            num, ax, rr = self._motor_axes(where, num_axes, axes, rel)
+            for suf in ("", "2", "3"):
+                for key in ("lo_stop" + suf, "hi_stop" + suf):
+                    if key in params and math.isfinite(
+                            _scalar(f"{where}: {key}", params[key], allow_inf=True)):
+                        raise ValueError(
+                            f"{where}: {key}: a user-mode amotor has no joint angles (ODE takes "
+                            "them from dJointSetAMotorAngle, which jaxode does not keep), so "
+                            f"stops do not apply; use mode='euler' (got {params[key]!r})")
+            geo = dict(mode="user", num_axes=num, axes=ax, rel=rr)
+        return self._add_joint(jt.AMOTOR, body1, body2, num, collide, geo, params)
+
+    def add_lmotor(self, body1: int, body2: Optional[int] = None, num_axes: Optional[int] = None,
+                   axes=(), rel=None, collide: bool = True, **params) -> int:
+        """Linear motor (dJointCreateLMotor): motor rows along up to 3 axes.
+
+        ``num_axes`` in [0, 3] (default len(axes)) world ``axes``, each fixed in
+        the frame ``rel[i]`` names (0 world, the default; 1 body 1; 2 body 2,
+        which ODE turns into body 1 when body2 is None). Per-axis vel [m/s],
+        fmax [N], cfm with suffix "", "2", "3"; ODE's lmotor never tests stops,
+        so stops are rejected. ``collide`` as add_amotor."""
+        where = f"joint {len(self.joints)} (lmotor)"
+        num, ax, rr = self._motor_axes(where, num_axes, axes, rel)
+        for suf in ("", "2", "3"):
+            for key in ("lo_stop" + suf, "hi_stop" + suf):
+                if key in params and math.isfinite(_scalar(f"{where}: {key}", params[key],
+                                                           allow_inf=True)):
+                    raise ValueError(f"{where}: {key}: ODE's linear motor has no stops (it "
+                                     f"never tests them; got {params[key]!r})")
+        return self._add_joint(jt.LMOTOR, body1, body2, num, collide,
+                               dict(num_axes=num, axes=ax, rel=rr), params)
 
     def _joint_groups(self, nbody: int):
         """Body-frame geometry of every joint as ODE's dJointSet* would store it."""

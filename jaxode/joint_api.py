@@ -96,3 +96,170 @@ def add_slider_force(model: Model, state: State, j: int, force) -> State:
     fr = state.force.at[g.body1].add(f).at[b2].add(jnp.where(real, -f, 0.0))
     tq = state.torque.at[g.body1].add(ltd).at[b2].add(jnp.where(real, ltd, 0.0))
     return state.replace(force=fr, torque=tq)
+
+
+def _pair(model: Model, state: State, j: int, jtype):
+    """Joint ``j`` (checked to be of ``jtype``) and its bodies' pose and velocity
+    (the world: identity pose, zero velocity)."""
+    g = _joint(model, j, (jtype,))
+    b1 = (state.pos[g.body1], state.quat[g.body1], state.vel[g.body1], state.angvel[g.body1])
+    return g, b1, _body(state, g.body2, g.has2)
+
+
+def _rate(ax, w1, w2):
+    return jnp.dot(ax, w1 - w2)
+
+
+def universal_angle1(model: Model, state: State, j: int) -> jax.Array:
+    """dJointGetUniversalAngle1 [rad]: body 1 about axis 1, relative to the cross; zero at build."""
+    g, (_, q1, _, _), (_, q2, _, _) = _pair(model, state, j, jt.UNIVERSAL)
+    return jt.universal.universal_angles(g, q1, q2)[0]
+
+
+def universal_angle2(model: Model, state: State, j: int) -> jax.Array:
+    """dJointGetUniversalAngle2 [rad]: body 2 about axis 2, relative to the cross
+    (ODE's sign: minus the hinge angle); zero at build."""
+    g, (_, q1, _, _), (_, q2, _, _) = _pair(model, state, j, jt.UNIVERSAL)
+    return jt.universal.universal_angle2(g, q1, q2)
+
+
+def universal_angle1_rate(model: Model, state: State, j: int) -> jax.Array:
+    """dJointGetUniversalAngle1Rate [rad/s]: axis1 . (w1 - w2)."""
+    g, (_, q1, _, w1), (_, q2, _, w2) = _pair(model, state, j, jt.UNIVERSAL)
+    return _rate(jt.universal.world_axes(g, q1, q2)[0], w1, w2)
+
+
+def universal_angle2_rate(model: Model, state: State, j: int) -> jax.Array:
+    """dJointGetUniversalAngle2Rate [rad/s]: axis2 . (w1 - w2)."""
+    g, (_, q1, _, w1), (_, q2, _, w2) = _pair(model, state, j, jt.UNIVERSAL)
+    return _rate(jt.universal.world_axes(g, q1, q2)[1], w1, w2)
+
+
+def hinge2_angle1(model: Model, state: State, j: int) -> jax.Array:
+    """dJointGetHinge2Angle1 [rad]: the steering angle about axis 1; zero at build."""
+    g, (_, q1, _, _), (_, q2, _, _) = _pair(model, state, j, jt.HINGE2)
+    return jt.hinge2.hinge2_angle1(g, q1, q2)
+
+
+def hinge2_angle2(model: Model, state: State, j: int) -> jax.Array:
+    """dJointGetHinge2Angle2 [rad]: the wheel angle about axis 2; zero at build."""
+    g, (_, q1, _, _), (_, q2, _, _) = _pair(model, state, j, jt.HINGE2)
+    return jt.hinge2.hinge2_angle2(g, q1, q2)
+
+
+def hinge2_angle1_rate(model: Model, state: State, j: int) -> jax.Array:
+    """dJointGetHinge2Angle1Rate [rad/s]: axis1 . (w1 - w2)."""
+    g, (_, q1, _, w1), (_, q2, _, w2) = _pair(model, state, j, jt.HINGE2)
+    return _rate(jt.hinge2.world_axes(g, q1, q2)[0], w1, w2)
+
+
+def hinge2_angle2_rate(model: Model, state: State, j: int) -> jax.Array:
+    """dJointGetHinge2Angle2Rate [rad/s]: axis2 . (w1 - w2)."""
+    g, (_, q1, _, w1), (_, q2, _, w2) = _pair(model, state, j, jt.HINGE2)
+    return _rate(jt.hinge2.world_axes(g, q1, q2)[1], w1, w2)
+
+
+def pu_position(model: Model, state: State, j: int) -> jax.Array:
+    """dJointGetPUPosition [m]: extension of the prismatic axis (axis 3); zero at build."""
+    g, (p1, q1, _, _), (p2, q2, _, _) = _pair(model, state, j, jt.PU)
+    return jt.pu.pu_position(g, p1, q1, p2, q2)
+
+
+def pu_position_rate(model: Model, state: State, j: int) -> jax.Array:
+    """dJointGetPUPositionRate [m/s] (ODE's formula, see joints.pu.pu_position_rate)."""
+    g, b1, b2 = _pair(model, state, j, jt.PU)
+    return jt.pu.pu_position_rate(g, *b1, *b2)
+
+
+def pu_angle1(model: Model, state: State, j: int) -> jax.Array:
+    """dJointGetPUAngle1 [rad]: as universal_angle1."""
+    g, (_, q1, _, _), (_, q2, _, _) = _pair(model, state, j, jt.PU)
+    return jt.universal.universal_angles(g, q1, q2)[0]
+
+
+def pu_angle2(model: Model, state: State, j: int) -> jax.Array:
+    """dJointGetPUAngle2 [rad]: as universal_angle2."""
+    g, (_, q1, _, _), (_, q2, _, _) = _pair(model, state, j, jt.PU)
+    return jt.universal.universal_angle2(g, q1, q2)
+
+
+def pu_angle1_rate(model: Model, state: State, j: int) -> jax.Array:
+    """dJointGetPUAngle1Rate [rad/s]: axis1 . (w1 - w2)."""
+    g, (_, q1, _, w1), (_, q2, _, w2) = _pair(model, state, j, jt.PU)
+    return _rate(jt.universal.world_axes(g, q1, q2)[0], w1, w2)
+
+
+def pu_angle2_rate(model: Model, state: State, j: int) -> jax.Array:
+    """dJointGetPUAngle2Rate [rad/s]: axis2 . (w1 - w2)."""
+    g, (_, q1, _, w1), (_, q2, _, w2) = _pair(model, state, j, jt.PU)
+    return _rate(jt.universal.world_axes(g, q1, q2)[1], w1, w2)
+
+
+def _add_axis_torques(model: Model, state: State, j: int, jtype, world_axes, t1, t2) -> State:
+    g, (_, q1, _, _), (_, q2, _, _) = _pair(model, state, j, jtype)
+    ax1, ax2 = world_axes(g, q1, q2)
+    t = ax1 * t1 + ax2 * t2
+    n = state.pos.shape[0]
+    tq = state.torque.at[g.body1].add(t)
+    tq = tq.at[jnp.minimum(g.body2, n - 1)].add(jnp.where(g.body2 < n, -t, 0.0))
+    return state.replace(torque=tq)
+
+
+def add_universal_torques(model: Model, state: State, j: int, torque1, torque2) -> State:
+    """dJointAddUniversalTorques: torque1 about axis 1 plus torque2 about axis 2 [N m]
+    on body 1, the opposite on body 2."""
+    return _add_axis_torques(model, state, j, jt.UNIVERSAL, jt.universal.world_axes,
+                             torque1, torque2)
+
+
+def add_hinge2_torques(model: Model, state: State, j: int, torque1, torque2) -> State:
+    """dJointAddHinge2Torques: torque1 about axis 1 (steering) plus torque2 about
+    axis 2 (wheel) [N m] on body 1, the opposite on body 2."""
+    return _add_axis_torques(model, state, j, jt.HINGE2, jt.hinge2.world_axes, torque1, torque2)
+
+
+def _amotor_axis_index(j: int, k) -> int:
+    if isinstance(k, bool) or not hasattr(k, "__index__") or k.__index__() not in (0, 1, 2):
+        raise ValueError(f"joint {j} (amotor): axis must be 0, 1 or 2 (got {k!r})")
+    return k.__index__()
+
+
+def amotor_angle(model: Model, state: State, j: int, axis: int) -> jax.Array:
+    """dJointGetAMotorAngle [rad] of an Euler-mode amotor: Euler angle ``axis`` (0
+    about axis 0 on body 1, 1 the tilt about axis 1, 2 about axis 2 on body 2),
+    zero at the build-time pose, evaluated at the state's pose. ODE caches the
+    angles when it steps (getInfo1), so its getter returns the pose at the start
+    of the last step. User mode: ODE returns the angle set with
+    dJointSetAMotorAngle, which jaxode does not keep: ValueError."""
+    k = _amotor_axis_index(j, axis)
+    g, (_, q1, _, _), (_, q2, _, _) = _pair(model, state, j, jt.AMOTOR)
+    euler = g.extra["euler"]
+    if not isinstance(euler, jax.core.Tracer) and not float(euler) > 0:
+        raise ValueError(f"joint {j} (amotor): amotor_angle needs mode='euler' (a user-mode "
+                         "amotor's angles are set by the user in ODE; jaxode does not keep them)")
+    return jt.amotor.euler_angles(g, jm.quat_to_mat(q1), jm.quat_to_mat(q2))[k]
+
+
+def amotor_angle_rate(model: Model, state: State, j: int, axis: int) -> jax.Array:
+    """dJointGetAMotorAngleRate [rad/s]: row axis ``axis`` . (w1 - w2), with ODE's
+    axes (dJointGetAMotorAxis): user mode the axis itself; Euler mode ax1 x ax2,
+    ax1, ax0 x ax1 (the rate of Euler angle ``axis`` when the axes are unit)."""
+    k = _amotor_axis_index(j, axis)
+    g, (_, q1, _, w1), (_, q2, _, w2) = _pair(model, state, j, jt.AMOTOR)
+    return _rate(jt.amotor.row_axes(g, jm.quat_to_mat(q1), jm.quat_to_mat(q2))[k], w1, w2)
+
+
+def add_amotor_torques(model: Model, state: State, j: int, torque0, torque1=0.0,
+                       torque2=0.0) -> State:
+    """dJointAddAMotorTorques: torque_i [N m] about axis i (i < num_axes; Euler mode
+    ax0, ax1, ax2) on body 1, the opposite on body 2."""
+    g, (_, q1, _, _), (_, q2, _, _) = _pair(model, state, j, jt.AMOTOR)
+    ax = jt.amotor.torque_axes(g, jm.quat_to_mat(q1), jm.quat_to_mat(q2))
+    dtype = state.torque.dtype
+    tq = jnp.stack([jnp.asarray(t, dtype) for t in (torque0, torque1, torque2)])
+    tq = jnp.where(jnp.arange(3) < g.extra["num"], tq, 0.0)
+    t = tq @ ax
+    n = state.pos.shape[0]
+    out = state.torque.at[g.body1].add(t)
+    out = out.at[jnp.minimum(g.body2, n - 1)].add(jnp.where(g.body2 < n, -t, 0.0))
+    return state.replace(torque=out)

@@ -76,8 +76,37 @@ def basic_scenes() -> list:
 
 
 def universal_family_scenes() -> list:
-    """universal, hinge2, pu."""
-    return []
+    """universal, hinge2, pu: two tilted links thrown and spinning under gravity,
+    joined at the midpoint (1.1, 0.05, 0.15) m, with stops and motors in use."""
+    conv = 400
+    why = ("two free bodies on one joint, PGS run to convergence on both sides "
+           f"({conv} iterations): the rows, not their order, decide; float64 rounding only")
+    bodies = (_tilted_link(), _tilted_link(pos=(1.2, 0.1, 0.3), angvel=(1.0, -1.5, 0.5)))
+    anchor = (1.1, 0.05, 0.15)
+
+    def scene(name, desc, joint):
+        return _one_joint(name, desc + f", {conv} iterations", joint, _traj(why),
+                          iterations=conv, bodies=bodies)
+
+    return [
+        scene("joint_universal_stops_motor", "universal joint, axis 1 = y (stops +-0.1 rad, "
+              "bounce 0.3), axis 2 = z (motor 1 rad/s, 0.2 N m)",
+              Joint("universal", 0, 1, dict(anchor=anchor, axis1=(0.0, 1.0, 0.0),
+                                            axis2=(0.0, 0.0, 1.0)),
+                    dict(lo_stop=-0.1, hi_stop=0.1, bounce=0.3, vel2=1.0, fmax2=0.2))),
+        scene("joint_hinge2_suspension", "hinge-2 joint, axis 1 = z (soft suspension: ERP "
+              "0.3, CFM 1e-3; stops +-0.1 rad), axis 2 = (0, 1, 0.3) (motor 3 rad/s, 0.5 N m)",
+              Joint("hinge2", 0, 1, dict(anchor=anchor, axis1=(0.0, 0.0, 1.0),
+                                         axis2=(0.0, 1.0, 0.3)),
+                    dict(suspension_erp=0.3, suspension_cfm=1e-3, lo_stop=-0.1, hi_stop=0.1,
+                         vel2=3.0, fmax2=0.5))),
+        scene("joint_pu_stops_motor", "prismatic-universal joint, axis 1 = y (motor 0.5 "
+              "rad/s, 1 N m), axis 2 = z, prismatic axis 3 = (1, 0, 0.2) (stops +-1 cm, "
+              "bounce 0.5)",
+              Joint("pu", 0, 1, dict(anchor=anchor, axis1=(0.0, 1.0, 0.0),
+                                     axis2=(0.0, 0.0, 1.0), axis3=(1.0, 0.0, 0.2)),
+                    dict(vel=0.5, fmax=1.0, lo_stop3=-0.01, hi_stop3=0.01, bounce3=0.5))),
+    ]
 
 
 def prismatic_family_scenes() -> list:
@@ -87,7 +116,44 @@ def prismatic_family_scenes() -> list:
 
 def motor_scenes() -> list:
     """amotor, lmotor."""
-    return []
+    euler = dict(mode="euler", axes=((1.0, 0.0, 0.0), (0.0, 0.0, 1.0)))
+    stops = dict(lo_stop=-0.3, hi_stop=0.3, lo_stop2=-0.2, hi_stop2=0.2, lo_stop3=-0.5,
+                 hi_stop3=0.5, bounce3=0.4)
+    # Measured over 300 steps in float64, max position difference to ODE: 3e-16 m
+    # (amotor + lmotor, 20 iterations) and 1e-16 m (ball + amotor, 100 iterations;
+    # the same scene differs by 5e-8 m at 20 iterations, where ODE's row order counts).
+    # float32: 4e-6 m and 7e-6 m.
+    why_decoupled = ("one body: the lmotor's rows are linear and the amotor's angular, so "
+                     "they decouple, and the amotor's three angular rows (inertia condition "
+                     "number ~3) converge within the 20 iterations in any order: float64 "
+                     "rounding only")
+    why_converged = ("ball rows (lever arm 0.15 m) and amotor rows couple; 100 iterations "
+                     "converge PGS on both sides, so the rows decide, not their order: float64 "
+                     "rounding only")
+    return [
+        Scene("joint_amotor_euler_stops_lmotor",
+              "tilted spinning box; Euler amotor to the world (axis 0 = x on the box, axis 2 "
+              "= world z) with stops +-0.3, +-0.2, +-0.5 rad on the three Euler angles "
+              "(bounce 0.4 on the last) and an lmotor along world x (0.5 m/s, 2 N) and the "
+              "box's z (-0.3 m/s, 5 N); default 20 iterations",
+              World(), bodies=(_tilted_link(pos=(1.0, 0.0, 0.0), angvel=(3.0, 1.0, -2.0)),),
+              geoms=(), metric="final_quat", tol=_traj(why_decoupled), steps=300, dt=0.001,
+              joints=(Joint("amotor", 0, None, euler, stops),
+                      Joint("lmotor", 0, None, dict(axes=((1.0, 0.0, 0.0), (0.0, 0.0, 1.0)),
+                                                    rel=(0, 1)),
+                            dict(vel=0.5, fmax=2.0, vel2=-0.3, fmax2=5.0)))),
+        Scene("joint_ball_amotor_euler_powered",
+              "ODE's powered 3-DOF joint: tilted spinning box 0.15 m from a ball joint to the "
+              "world, plus an Euler amotor driving Euler angle 0 (1 rad/s, 0.5 N m) and 2 "
+              "(0.5 rad/s, 1 N m) with stops +-0.2 rad on angle 1; 100 iterations",
+              World(iterations=100),
+              bodies=(_tilted_link(pos=(0.15, 0.0, 0.0), angvel=(3.0, 1.0, -2.0)),),
+              geoms=(), metric="final_quat", tol=_traj(why_converged), steps=300, dt=0.001,
+              joints=(Joint("ball", 0, None, dict(anchor=(0.0, 0.0, 0.0))),
+                      Joint("amotor", 0, None, euler,
+                            dict(vel=1.0, fmax=0.5, lo_stop2=-0.2, hi_stop2=0.2, vel3=0.5,
+                                 fmax3=1.0)))),
+    ]
 
 
 JOINT_SCENES = (basic_scenes() + universal_family_scenes() + prismatic_family_scenes()

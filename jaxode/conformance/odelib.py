@@ -247,6 +247,53 @@ _SIGNATURES = {
     "dJointGetSliderPosition": (_D, [_ID]),
     "dJointGetSliderPositionRate": (_D, [_ID]),
     "dJointSetFixed": (None, [_ID]),
+    "dJointCreateUniversal": (_ID, [_ID, _ID]),
+    "dJointSetUniversalAnchor": (None, [_ID, _D, _D, _D]),
+    "dJointSetUniversalAxis1": (None, [_ID, _D, _D, _D]),
+    "dJointSetUniversalAxis2": (None, [_ID, _D, _D, _D]),
+    "dJointSetUniversalParam": (None, [_ID, _I, _D]),
+    "dJointGetUniversalAngle1": (_D, [_ID]),
+    "dJointGetUniversalAngle2": (_D, [_ID]),
+    "dJointGetUniversalAngle1Rate": (_D, [_ID]),
+    "dJointGetUniversalAngle2Rate": (_D, [_ID]),
+    "dJointAddUniversalTorques": (None, [_ID, _D, _D]),
+    "dJointCreateHinge2": (_ID, [_ID, _ID]),
+    "dJointSetHinge2Anchor": (None, [_ID, _D, _D, _D]),
+    "dJointSetHinge2Axes": (None, [_ID, _PR, _PR]),
+    "dJointSetHinge2Param": (None, [_ID, _I, _D]),
+    "dJointGetHinge2Angle1": (_D, [_ID]),
+    "dJointGetHinge2Angle2": (_D, [_ID]),
+    "dJointGetHinge2Angle1Rate": (_D, [_ID]),
+    "dJointGetHinge2Angle2Rate": (_D, [_ID]),
+    "dJointAddHinge2Torques": (None, [_ID, _D, _D]),
+    "dJointCreatePU": (_ID, [_ID, _ID]),
+    "dJointSetPUAnchor": (None, [_ID, _D, _D, _D]),
+    "dJointSetPUAxis1": (None, [_ID, _D, _D, _D]),
+    "dJointSetPUAxis2": (None, [_ID, _D, _D, _D]),
+    "dJointSetPUAxis3": (None, [_ID, _D, _D, _D]),
+    "dJointSetPUParam": (None, [_ID, _I, _D]),
+    "dJointGetPUPosition": (_D, [_ID]),
+    "dJointGetPUPositionRate": (_D, [_ID]),
+    "dJointGetPUAngle1": (_D, [_ID]),
+    "dJointGetPUAngle2": (_D, [_ID]),
+    "dJointGetPUAngle1Rate": (_D, [_ID]),
+    "dJointGetPUAngle2Rate": (_D, [_ID]),
+    "dJointCreateAMotor": (_ID, [_ID, _ID]),
+    "dJointSetAMotorMode": (None, [_ID, _I]),
+    "dJointSetAMotorNumAxes": (None, [_ID, _I]),
+    "dJointSetAMotorAxis": (None, [_ID, _I, _I, _D, _D, _D]),
+    "dJointSetAMotorAngle": (None, [_ID, _I, _D]),
+    "dJointSetAMotorParam": (None, [_ID, _I, _D]),
+    "dJointGetAMotorNumAxes": (_I, [_ID]),
+    "dJointGetAMotorAxis": (None, [_ID, _I, _PR]),
+    "dJointGetAMotorAngle": (_D, [_ID, _I]),
+    "dJointGetAMotorAngleRate": (_D, [_ID, _I]),
+    "dJointAddAMotorTorques": (None, [_ID, _D, _D, _D]),
+    "dJointCreateLMotor": (_ID, [_ID, _ID]),
+    "dJointSetLMotorNumAxes": (None, [_ID, _I]),
+    "dJointSetLMotorAxis": (None, [_ID, _I, _I, _D, _D, _D]),
+    "dJointSetLMotorParam": (None, [_ID, _I, _D]),
+    "dJointGetLMotorAxis": (None, [_ID, _I, _PR]),
     "dJointSetFeedback": (None, [_ID, _VP]),
 }
 
@@ -277,6 +324,52 @@ def _setup_fixed(lib, j):
     lib.dJointSetFixed(j)
 
 
+def _setup_universal(lib, j, anchor=(0.0, 0.0, 0.0), axis1=(1.0, 0.0, 0.0), axis2=(0.0, 1.0, 0.0)):
+    lib.dJointSetUniversalAnchor(j, *_v(anchor))
+    lib.dJointSetUniversalAxis1(j, *_v(axis1))
+    lib.dJointSetUniversalAxis2(j, *_v(axis2))
+
+
+def _setup_hinge2(lib, j, anchor=(0.0, 0.0, 0.0), axis1=(1.0, 0.0, 0.0), axis2=(0.0, 1.0, 0.0)):
+    lib.dJointSetHinge2Anchor(j, *_v(anchor))
+    # both axes in one call: setting them one at a time can pass through parallel axes
+    lib.dJointSetHinge2Axes(j, (dReal * 4)(*_v(axis1), 0.0), (dReal * 4)(*_v(axis2), 0.0))
+
+
+def _setup_pu(lib, j, anchor=(0.0, 0.0, 0.0), axis1=(0.0, 1.0, 0.0), axis2=(0.0, 0.0, 1.0),
+              axis3=(1.0, 0.0, 0.0)):
+    lib.dJointSetPUAnchor(j, *_v(anchor))
+    lib.dJointSetPUAxis1(j, *_v(axis1))
+    lib.dJointSetPUAxis2(j, *_v(axis2))
+    lib.dJointSetPUAxis3(j, *_v(axis3))
+
+
+def _setup_amotor(lib, j, num_axes=None, axes=(), rel=None, mode="user"):
+    """dJointSetAMotorMode/NumAxes/Axis. mode "user": num_axes (default len(axes))
+    axes with rel (default 0, world); "euler": axes = (axis0, axis2), rel 1 and 2."""
+    if mode == "euler":
+        lib.dJointSetAMotorMode(j, 1)  # dAMotorEuler: three axes, reference vectors
+        lib.dJointSetAMotorNumAxes(j, 3)
+        lib.dJointSetAMotorAxis(j, 0, 1, *_v(axes[0]))
+        lib.dJointSetAMotorAxis(j, 2, 2, *_v(axes[1]))
+        return
+    num_axes = len(axes) if num_axes is None else num_axes
+    rel = (0,) * num_axes if rel is None else rel
+    lib.dJointSetAMotorMode(j, 0)  # dAMotorUser
+    lib.dJointSetAMotorNumAxes(j, int(num_axes))
+    for i in range(num_axes):
+        lib.dJointSetAMotorAxis(j, i, int(rel[i]), *_v(axes[i]))
+
+
+def _setup_lmotor(lib, j, num_axes=None, axes=(), rel=None):
+    """dJointSetLMotorNumAxes/Axis: num_axes (default len(axes)) axes with rel (default 0)."""
+    num_axes = len(axes) if num_axes is None else num_axes
+    rel = (0,) * num_axes if rel is None else rel
+    lib.dJointSetLMotorNumAxes(j, int(num_axes))
+    for i in range(num_axes):
+        lib.dJointSetLMotorAxis(j, i, int(rel[i]), *_v(axes[i]))
+
+
 #: kind -> (dJointCreate* symbol, dJointSet*Param symbol or None,
 #:          setup(lib, joint, **geometry) calling dJointSet*, geometry keyword names).
 #: Geometry keywords are world-frame values named as jaxode's builder names them.
@@ -285,6 +378,15 @@ JOINT_SETUP: dict = {
     "hinge": ("dJointCreateHinge", "dJointSetHingeParam", _setup_hinge, ("anchor", "axis")),
     "slider": ("dJointCreateSlider", "dJointSetSliderParam", _setup_slider, ("axis",)),
     "fixed": ("dJointCreateFixed", None, _setup_fixed, ()),
+    "universal": ("dJointCreateUniversal", "dJointSetUniversalParam", _setup_universal,
+                  ("anchor", "axis1", "axis2")),
+    "hinge2": ("dJointCreateHinge2", "dJointSetHinge2Param", _setup_hinge2,
+               ("anchor", "axis1", "axis2")),
+    "pu": ("dJointCreatePU", "dJointSetPUParam", _setup_pu, ("anchor", "axis1", "axis2", "axis3")),
+    "amotor": ("dJointCreateAMotor", "dJointSetAMotorParam", _setup_amotor,
+               ("num_axes", "axes", "rel", "mode")),
+    "lmotor": ("dJointCreateLMotor", "dJointSetLMotorParam", _setup_lmotor,
+               ("num_axes", "axes", "rel")),
 }
 
 

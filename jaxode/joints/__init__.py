@@ -11,6 +11,11 @@ from jaxode.joints.common import (AMOTOR, BALL, FIXED, HINGE, HINGE2, JOINT_TYPE
                                   BodyPair, JointGroup, JointParams, JointRows, JointType, assemble,
                                   axis, hinge_angle_from_quat, limot_row, register, relative_quat)
 from jaxode.joints import basic  # noqa: F401,E402  (registers ball, hinge, slider, fixed)
+from jaxode.joints import universal  # noqa: F401,E402
+from jaxode.joints import hinge2  # noqa: F401,E402
+from jaxode.joints import pu  # noqa: F401,E402
+from jaxode.joints import amotor  # noqa: F401,E402
+from jaxode.joints import lmotor  # noqa: F401,E402
 
 
 def joint_rows(jtype: int, g, b: BodyPair, jp: JointParams, erp_w, cfm_w, h) -> JointRows:
