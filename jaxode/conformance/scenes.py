@@ -208,7 +208,12 @@ def metric_value(scene: Scene, traj: dict) -> np.ndarray:
 # ------------------------------------------------------------------ builders
 
 _SURFACE_KEYS = ("mu", "mu2", "fdir1", "friction", "bounce", "bounce_vel", "soft_erp", "soft_cfm",
-                 "max_contacts")
+                 "max_contacts", "max_vel", "min_depth")
+#: Gazebo's per-surface limits (<ode><max_vel>, <min_depth>): libode's contact has no
+#: such fields, so build_ode folds them into the world's contact_max_correcting_vel
+#: and contact_surface_layer, each the min over the surfaces and the world value (the
+#: Gazebo tutorial's rule). Exact for scenes whose contacts all pair the same surfaces.
+_WORLD_FOLDED = ("max_vel", "min_depth")
 
 
 def _check_joints(scene: Scene) -> None:
@@ -262,6 +267,11 @@ def build_ode(scene: Scene):
 
     _check_joints(scene)
     w = scene.world
+    max_vel = min([w.contact_max_correcting_vel]
+                  + [g.surface["max_vel"] for g in scene.geoms if "max_vel" in g.surface])
+    layer = min([w.contact_surface_layer]
+                + [g.surface["min_depth"] for g in scene.geoms if "min_depth" in g.surface])
+    w = dataclasses.replace(w, contact_max_correcting_vel=max_vel, contact_surface_layer=layer)
     world = odelib.OdeWorld(
         gravity=w.gravity, erp=w.erp, cfm=w.cfm, iterations=w.iterations, sor=w.sor,
         contact_max_correcting_vel=w.contact_max_correcting_vel,
@@ -273,7 +283,7 @@ def build_ode(scene: Scene):
                        inertia=np.asarray(bd.inertia), gravity=bd.gravity,
                        finite_rotation=bd.finite_rotation)
     for g in scene.geoms:
-        s = dict(g.surface)
+        s = {k: v for k, v in g.surface.items() if k not in _WORLD_FOLDED}
         if g.type == "plane":
             world.add_plane(g.normal, g.offset, surface=s)
         elif g.type == "sphere":
@@ -403,6 +413,17 @@ SCENES: list[Scene] = [
                      world=World(contact_max_correcting_vel=0.1), metric="final_z", steps=200),
     _sphere_on_plane("surface_layer", "resting sphere, world contact_surface_layer 0.01 m: "
                      "rests 1 cm deep", world=World(contact_surface_layer=0.01)),
+    Scene("surface_max_vel_min_depth", "sphere starts 5 cm deep; Gazebo surface max_vel "
+          "0.3 m/s (plane) and 0.1 m/s (sphere): the min, 0.1, applies under a world cap of "
+          "0.5 m/s; surface min_depth 0.005 m under a world surface layer of 0.01 m: rests "
+          "5 mm deep (ODE side: folded into the world's max correcting velocity and surface "
+          "layer)",
+          World(contact_max_correcting_vel=0.5, contact_surface_layer=0.01),
+          bodies=(body_of(_M_SPHERE, (0.0, 0.0, 0.05)),),
+          geoms=(_plane(mu=0.5, max_vel=0.3, min_depth=0.005),
+                 Geom("sphere", body=0, radius=_SPHERE_R,
+                      surface=dict(mu=0.5, max_vel=0.1, min_depth=0.005))),
+          metric="final_z", tol=_one()),
     # ---- box on a plane (4 contacts) -------------------------------------------
     _box_on_plane("rest_box", "0.2 m box dropped 2 cm onto the plane, settles on 4 contacts",
                   dict(mu=0.5), z0=0.12, metric="rest_height",
