@@ -17,12 +17,14 @@ from jaxode.joint_api import (add_hinge2_torques, add_universal_torques, hinge2_
                               universal_angle2, universal_angle2_rate)
 from jaxode.joint_api import add_amotor_torques, amotor_angle, amotor_angle_rate  # noqa: E402
 from jaxode.surface import Surface
+from jaxode import metrics  # noqa: E402
+from jaxode.sweep import SweepResult, sweep  # noqa: E402
 from jaxode.types import Contacts, Model, Params, State, Trajectory, batch
 
 __version__ = "0.1.0"
 __all__ = [
     "WorldBuilder", "Surface", "Model", "Params", "State", "Contacts", "Trajectory",
-    "init", "step", "rollout", "batch", "mass",
+    "init", "step", "rollout", "batch", "mass", "sweep", "SweepResult", "metrics",
     "add_force", "add_torque", "add_rel_force", "add_rel_torque", "add_force_at_pos",
     "add_force_at_rel_pos", "add_rel_force_at_pos", "add_rel_force_at_rel_pos",
     "hinge_angle", "hinge_angle_rate", "slider_position", "slider_position_rate",

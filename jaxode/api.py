@@ -65,8 +65,9 @@ def step(model: Model, state: State, dt, params: Optional[Params] = None) -> Sta
 def _rollout(model: Model, state: State, params: Params, dt, n_steps: int):
     def body(s, _):
         s = guarded_step(model, s, params, dt)
+        depth = jnp.max(jnp.where(s.contacts.valid, s.contacts.depth, 0.0), initial=0.0)
         return s, Trajectory(pos=s.pos, quat=s.quat, vel=s.vel, angvel=s.angvel,
-                             time=s.time, ncontact=s.ncontact)
+                             time=s.time, ncontact=s.ncontact, max_depth=depth)
     return jax.lax.scan(body, state, None, length=n_steps)
 
 

@@ -199,7 +199,12 @@ class State:
 
 @pytree_dataclass
 class Trajectory:
-    """Per-step record of a rollout: leading axis is the step (after each step)."""
+    """Per-step record of a rollout: leading axis is the step (after each step).
+
+    pos, quat, vel, angvel, time as in :class:`State`; ncontact: contacts found
+    in the step; max_depth [m]: the deepest valid contact of the step's
+    collision pass (0 without contact; the penetration metrics use it).
+    """
 
     pos: jax.Array
     quat: jax.Array
@@ -207,6 +212,7 @@ class Trajectory:
     angvel: jax.Array
     time: jax.Array
     ncontact: jax.Array
+    max_depth: jax.Array = None
 
 
 def batch(tree: Any, n: int) -> Any:

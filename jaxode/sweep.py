@@ -1,0 +1,513 @@
+"""Parameter sweeps: many variants of one scene in one compiled, batched call.
+
+``sweep(model, state, n_steps, dt, grid, metrics)`` runs ``jit(vmap(rollout))``
+over every combination of the ``grid`` values (or over paired lists with
+``zip=True``), evaluates the ``metrics`` on the device inside the same call,
+and returns a :class:`SweepResult` with one row per variant.
+
+Grid keys name fields of :class:`jaxode.Params` (the per-world parameters):
+
+========================= ===================================================
+key                       what each value sets
+========================= ===================================================
+``"erp"``                 the whole field: a scalar is broadcast over the
+                          field's shape (``"mu": 0.5`` sets every geom's mu,
+                          ``"joint_fmax": 2.0`` every joint axis); an array
+                          of the field's shape sets it entirely
+``("mu", 2)`` or          one entry: geom 2's mu (index into the field's
+``"mu[2]"``               leading axes: body, geom or joint, then axis or
+                          component: ``("joint_vel", (1, 0))`` =
+                          ``"joint_vel[1,0]"``, ``("gravity", 2)`` = g_z)
+========================= ===================================================
+
+Vector-valued targets (``gravity``, a geom's ``fdir1``, a body's
+``body_inertia``) take arrays of their shape, not scalars. Fields are
+independent: sweeping ``body_mass`` leaves ``body_inertia`` as built (sweep
+both, zipped, to scale a body). Whole-field keys
+are applied before indexed keys, so ``{"mu": [...], ("mu", 0): [...]}`` sweeps
+every geom's mu and geom 0's separately. Values are checked against ODE's
+ranges (the builder's rules) before anything is compiled.
+
+Columns are named by the key (``"erp"``, ``"mu[2]"``, ``"joint_vel[1,0]"``)
+and by the metric names.
+"""
+from __future__ import annotations
+
+import builtins
+import dataclasses
+import math
+import re
+import sys
+import time
+from typing import Any, Callable, Mapping, Optional, Union
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxode import api
+from jaxode.types import Model, Params, State, Trajectory
+
+__all__ = ["sweep", "SweepResult", "DEFAULT_MEMORY_BUDGET"]
+
+#: Bytes of device memory one chunk of a sweep may use (estimated), 1 GiB.
+DEFAULT_MEMORY_BUDGET = 1 << 30
+
+# Rough factor for a step's temporaries (contact rows, solver data) relative to
+# the size of one world's State.
+_STEP_TEMP_FACTOR = 16
+
+# ------------------------------------------------------------ parameter ranges
+# field -> (lo, hi, lo_open, hi_open, inf_ok, negative_means_unset, unit)
+_INF = math.inf
+_RANGES = {
+    "gravity": (-_INF, _INF, False, False, False, False, "m/s^2"),
+    "erp": (0.0, 1.0, False, False, False, False, ""),
+    "cfm": (0.0, _INF, False, False, False, False, ""),
+    "sor": (0.0, 2.0, True, True, False, False, ""),
+    "contact_max_correcting_vel": (0.0, _INF, True, False, True, False, "m/s"),
+    "contact_surface_layer": (0.0, _INF, False, False, False, False, "m"),
+    "linear_damping": (0.0, 1.0, False, False, False, False, ""),
+    "angular_damping": (0.0, 1.0, False, False, False, False, ""),
+    "linear_damping_threshold": (0.0, _INF, False, False, False, False, "m/s"),
+    "angular_damping_threshold": (0.0, _INF, False, False, False, False, "rad/s"),
+    "max_angular_speed": (0.0, _INF, True, False, True, False, "rad/s"),
+    "body_mass": (0.0, _INF, True, False, False, False, "kg"),
+    "body_inertia": (-_INF, _INF, False, False, False, False, "kg m^2"),
+    "mu": (0.0, _INF, False, False, True, False, ""),
+    "mu2": (0.0, _INF, False, False, True, True, ""),
+    "fdir1": (-_INF, _INF, False, False, False, False, ""),
+    "bounce": (0.0, 1.0, False, False, False, False, ""),
+    "bounce_vel": (0.0, _INF, False, False, False, False, "m/s"),
+    "soft_erp": (0.0, 1.0, False, False, False, True, ""),
+    "soft_cfm": (0.0, _INF, False, False, False, True, ""),
+    "max_vel": (0.0, _INF, True, False, True, False, "m/s"),
+    "min_depth": (0.0, _INF, False, False, True, False, "m"),
+    "joint_lo_stop": (-_INF, _INF, False, False, True, False, "rad or m"),
+    "joint_hi_stop": (-_INF, _INF, False, False, True, False, "rad or m"),
+    "joint_vel": (-_INF, _INF, False, False, False, False, "rad/s or m/s"),
+    "joint_fmax": (0.0, _INF, False, False, True, False, "N m or N"),
+    "joint_fudge_factor": (0.0, 1.0, False, False, False, False, ""),
+    "joint_bounce": (0.0, 1.0, False, False, False, False, ""),
+    "joint_cfm": (0.0, _INF, False, False, False, True, ""),
+    "joint_stop_erp": (0.0, 1.0, False, False, False, True, ""),
+    "joint_stop_cfm": (0.0, _INF, False, False, False, True, ""),
+    "joint_suspension_erp": (0.0, 1.0, False, False, False, True, ""),
+    "joint_suspension_cfm": (0.0, _INF, False, False, False, True, ""),
+    "slip1": (0.0, _INF, False, False, False, True, "m/(s N)"),
+    "slip2": (0.0, _INF, False, False, False, True, "m/(s N)"),
+}
+# A Params field missing above is only checked to be finite.
+_ANY_FINITE = (-_INF, _INF, False, False, False, False, "")
+# Trailing axes that are components of one vector/matrix value (no scalar broadcast).
+_COMPONENT_NDIM = {"gravity": 1, "fdir1": 1, "body_inertia": 2}
+# Leading axes indexed by entity (body, geom, joint).
+_ENTITY = {"body_mass": "body", "body_inertia": "body", "mu": "geom", "mu2": "geom",
+           "fdir1": "geom", "bounce": "geom", "bounce_vel": "geom", "soft_erp": "geom",
+           "soft_cfm": "geom", "max_vel": "geom", "min_depth": "geom", "slip1": "geom",
+           "slip2": "geom"}
+
+
+def _range_text(field: str) -> str:
+    lo, hi, lo_open, hi_open, inf_ok, unset, unit = _RANGES.get(field, _ANY_FINITE)
+    closed_hi = not hi_open and (hi != _INF or inf_ok)
+    txt = ("(" if lo_open else "[") + f"{lo:g}, {hi:g}" + ("]" if closed_hi else ")")
+    if unit:
+        txt += f" {unit}"
+    if inf_ok and hi == _INF:
+        txt += " (inf allowed)"
+    if unset:
+        txt += " or negative (unset: the default applies)"
+    return txt
+
+
+def _check_range(label: str, field: str, values: np.ndarray) -> None:
+    lo, hi, lo_open, hi_open, inf_ok, unset, _ = _RANGES.get(field, _ANY_FINITE)
+    v = np.asarray(values, np.float64)
+    bad = np.isnan(v) | (np.isinf(v) & (not inf_ok))
+    ok = (v > lo if lo_open else v >= lo) & (v < hi if hi_open else v <= hi)
+    if unset:
+        ok = ok | (v < 0)
+    bad = bad | ~ok
+    if np.any(bad):
+        first = float(v[bad].flat[0])
+        raise ValueError(f"sweep: {label}: values must be in {_range_text(field)} "
+                         f"(got {first!r})")
+
+
+# ----------------------------------------------------------------- grid keys
+@dataclasses.dataclass(frozen=True)
+class _Key:
+    field: str
+    index: tuple  # () = whole field
+    name: str     # column name
+
+
+_KEY_RE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:\[\s*([-0-9,\s]+)\s*\])?\s*$")
+
+
+def _valid_fields(params: Params) -> list[str]:
+    return [f.name for f in dataclasses.fields(Params) if getattr(params, f.name) is not None]
+
+
+def _parse_key(key, params: Params) -> _Key:
+    valid = _valid_fields(params)
+    if isinstance(key, str):
+        m = _KEY_RE.match(key)
+        if not m:
+            raise ValueError(f"sweep: grid key {key!r} is not a parameter name or 'name[i]'; "
+                             f"valid names: {valid}")
+        field = m.group(1)
+        index = () if m.group(2) is None else tuple(int(i) for i in m.group(2).split(",") if i.strip())
+    elif isinstance(key, tuple) and len(key) == 2 and isinstance(key[0], str):
+        field, idx = key
+        idx = idx if isinstance(idx, tuple) else (idx,)
+        if not all(isinstance(i, (int, np.integer)) for i in idx):
+            raise ValueError(f"sweep: grid key {key!r}: the index must be an int or a tuple of "
+                             "ints")
+        index = tuple(int(i) for i in idx)
+    else:
+        raise ValueError(f"sweep: grid key {key!r} must be a parameter name (str) or a "
+                         f"(name, index) tuple; valid names: {valid}")
+    if field not in valid:
+        raise ValueError(f"sweep: unknown parameter {field!r}; valid names (fields of "
+                         f"jaxode.Params): {valid}")
+    shape = np.shape(getattr(params, field))
+    if shape and shape[0] == 0:
+        raise ValueError(f"sweep: {field!r}: the model has no "
+                         f"{'joints' if field.startswith('joint_') else 'entries'} to sweep")
+    if len(index) > len(shape):
+        raise ValueError(f"sweep: {key!r}: {field} has shape {shape}, so at most "
+                         f"{len(shape)} indices")
+    for i, (k, n) in enumerate(zip(index, shape)):
+        if not 0 <= k < n:
+            joint = field.startswith("joint_")
+            if i == 0:
+                what = _ENTITY.get(field, "joint" if joint else "component")
+            else:
+                what = "axis" if joint else "component"
+            raise ValueError(f"sweep: {key!r}: {what} index {k} out of range [0, {n - 1}] "
+                             f"for {field} of shape {shape}")
+    name = field if not index else f"{field}[{','.join(str(i) for i in index)}]"
+    return _Key(field, index, name)
+
+
+def _values(key: _Key, raw, params: Params) -> np.ndarray:
+    """The key's values as an array (k,) + target shape (float64), validated."""
+    target = np.shape(getattr(params, key.field))[len(key.index):]
+    ncomp = min(_COMPONENT_NDIM.get(key.field, 0), len(target))  # component axes left
+    if isinstance(raw, (str, bytes)) or np.isscalar(raw):
+        raise ValueError(f"sweep: {key.name}: give a list of values (got {raw!r})")
+    try:
+        vals = [np.asarray(v, np.float64) for v in raw]
+    except (TypeError, ValueError):
+        raise ValueError(f"sweep: {key.name}: values must be numbers or arrays "
+                         f"(got {raw!r})") from None
+    if not vals:
+        raise ValueError(f"sweep: {key.name}: the list of values is empty")
+    comp = target[len(target) - ncomp:] if ncomp else ()
+    for v in vals:
+        if ncomp and v.shape != comp and v.shape != target:
+            raise ValueError(f"sweep: {key.name}: each value must be an array of shape "
+                             f"{comp or target} (got shape {v.shape})")
+        try:
+            np.broadcast_to(v, target)
+        except ValueError:
+            raise ValueError(f"sweep: {key.name}: each value must be a scalar or broadcast to "
+                             f"shape {target} (got shape {v.shape})") from None
+    # Keep the values as given (scalars stay scalars) when they share a shape.
+    same = all(v.shape == vals[0].shape for v in vals)
+    arr = np.stack(vals if same else [np.broadcast_to(v, target) for v in vals])
+    _check_range(key.name, key.field, arr)
+    return arr
+
+
+# -------------------------------------------------------------------- result
+@dataclasses.dataclass
+class SweepResult:
+    """Outcome of :func:`sweep`, one row per variant.
+
+    columns: name -> numpy array with the variant as the first axis: each
+      swept parameter (the requested values, float64; vector-valued ones keep
+      their component axes) and each metric.
+    params / metrics: column names of the swept parameters (in grid order)
+      and of the metrics.
+    grid_shape: ``(len(v1), len(v2), ...)`` in grid order (row-major: the
+      last parameter varies fastest), or ``(n,)`` for a zip sweep.
+    axes: parameter name -> its values along its grid axis.
+    zipped: True for a ``zip=True`` sweep (all parameters share axis 0).
+    stats: n_variants, n_steps, batch (worlds per compiled call), n_chunks,
+      wall_s (seconds, compile included when it happened), world_steps_per_s.
+    """
+
+    columns: dict
+    params: tuple
+    metrics: tuple
+    grid_shape: tuple
+    axes: dict
+    zipped: bool
+    stats: dict
+
+    def __len__(self) -> int:
+        return int(np.prod(self.grid_shape))
+
+    def __repr__(self) -> str:
+        return (f"SweepResult({len(self)} variants, grid {self.grid_shape} over "
+                f"{list(self.params)}, metrics {list(self.metrics)})")
+
+    def axis(self, name: str) -> int:
+        """The grid axis of parameter ``name`` (0 for every parameter of a zip sweep)."""
+        if name not in self.params:
+            raise ValueError(f"{name!r} is not a swept parameter; swept: {list(self.params)}")
+        return 0 if self.zipped else self.params.index(name)
+
+    def reshape(self, name: str) -> np.ndarray:
+        """Column ``name`` as an array over the grid axes: ``grid_shape + trailing``."""
+        if name not in self.columns:
+            raise ValueError(f"no column {name!r}; columns: {list(self.columns)}")
+        col = self.columns[name]
+        return col.reshape(tuple(self.grid_shape) + col.shape[1:])
+
+    def to_pandas(self):
+        """The columns as a ``pandas.DataFrame`` (array-valued columns are split into
+        one column per component, named ``name[i]``)."""
+        try:
+            import pandas as pd
+        except ImportError:
+            raise ImportError("SweepResult.to_pandas needs pandas: pip install pandas") from None
+        flat = {}
+        for name, col in self.columns.items():
+            if col.ndim == 1:
+                flat[name] = col
+                continue
+            comps = col.reshape(col.shape[0], -1)
+            for j, idx in enumerate(np.ndindex(*col.shape[1:])):
+                flat[f"{name}[{','.join(str(i) for i in idx)}]"] = comps[:, j]
+        return pd.DataFrame(flat)
+
+
+# ------------------------------------------------------------------ running
+def _tree_nbytes(tree) -> int:
+    return int(sum(math.prod(x.shape) * np.dtype(x.dtype).itemsize
+                   for x in jax.tree.leaves(tree)))
+
+
+def _batch_size(n: int, chunk_size, memory_budget, state: State, params: Params,
+                n_steps: int) -> int:
+    """Worlds per compiled call: ``chunk_size`` if given, else the bucket size
+    (1, 2, 3, 4, 6, 8, 12, ...: at most a third of a call is padding) that
+    holds all ``n`` variants, capped by the memory budget."""
+    if chunk_size is not None:
+        if not isinstance(chunk_size, (int, np.integer)) or chunk_size < 1:
+            raise ValueError(f"sweep: chunk_size must be an integer >= 1 (got {chunk_size!r})")
+        return int(chunk_size)
+    budget = DEFAULT_MEMORY_BUDGET if memory_budget is None else memory_budget
+    if not isinstance(budget, (int, np.integer)) or budget < 1:
+        raise ValueError(f"sweep: memory_budget must be an integer >= 1 byte (got {budget!r})")
+    # One world: the trajectory (one entry per step; its fields mirror the
+    # State's, plus scalars), the step's temporaries and its parameters.
+    per_step = sum(_tree_nbytes(getattr(state, f.name)) if hasattr(state, f.name)
+                   else np.dtype(state.pos.dtype).itemsize for f in dataclasses.fields(Trajectory))
+    per_world = (n_steps * per_step + _STEP_TEMP_FACTOR * _tree_nbytes(state)
+                 + _tree_nbytes(params))
+    cap = max(1, int(budget) // per_world)
+    return min(_bucket(n), cap)
+
+
+def _bucket(n: int) -> int:
+    """The smallest of 1, 2, 3, 4, 6, 8, 12, 16, 24, ... (2^k and 3 * 2^k) >= n."""
+    p = 1 << max(0, (n - 1).bit_length())
+    return 3 * p // 4 if p >= 4 and 3 * p // 4 >= n else p
+
+
+def _run_batch(model: Model, state: State, dt, params: Params, n_steps: int,
+               metric_items: tuple):
+    """Rollouts of a batch of variants (params with a leading batch axis) and
+    their metrics (jitted below)."""
+    def one(p):
+        final, traj = api._rollout(model, state, p, dt, n_steps=n_steps)
+        m = model.replace(params=p)
+        return {name: jnp.asarray(fn(m, traj, final)) for name, fn in metric_items}
+    return jax.vmap(one)(params)
+
+
+_run_batch_jit = jax.jit(_run_batch, static_argnames=("n_steps", "metric_items"))
+
+
+class _Progress:
+    """Progress report: a user callback, tqdm when installed, else lines on stderr."""
+
+    def __init__(self, mode, total: int, n_chunks: int):
+        self.total, self.t0 = total, time.perf_counter()
+        self.callback = mode if callable(mode) and not isinstance(mode, bool) else None
+        self.on = self.callback is None and (mode is True or (mode is None and n_chunks > 1))
+        self.bar, self.first = None, None
+        if self.on:
+            try:
+                from tqdm.auto import tqdm
+                self.bar = tqdm(total=total, unit="variant", desc="sweep")
+            except ImportError:
+                self.bar = None
+
+    def update(self, done: int, added: int) -> None:
+        if self.callback is not None:
+            self.callback(done, self.total)
+        elif self.bar is not None:
+            self.bar.update(added)
+        elif self.on:
+            now = time.perf_counter()
+            if self.first is None:  # the first chunk also paid for compilation
+                self.first = (now, done)
+                left = ""
+            else:
+                rate = (done - self.first[1]) / max(now - self.first[0], 1e-9)
+                left = f", ~{(self.total - done) / rate:.0f} s left"
+            print(f"sweep: {done}/{self.total} variants ({100 * done / self.total:.0f}%), "
+                  f"{now - self.t0:.1f} s elapsed{left}", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def sweep(model: Model, state: State, n_steps: int, dt: float,
+          grid: Mapping[Any, Any], metrics: Mapping[str, Callable], zip: bool = False,
+          chunk_size: Optional[int] = None, progress: Union[None, bool, Callable] = None,
+          memory_budget: Optional[int] = None) -> SweepResult:
+    """Roll out one scene for every variant of its parameters; evaluate ``metrics``.
+
+    model, state: the scene and ONE world's initial state (``jaxode.init(model)``).
+    n_steps, dt: rollout length and step [s], shared by all variants.
+    grid: parameter key -> list of values (see the module docstring for keys:
+      ``"erp"``, ``("mu", 2)`` / ``"mu[2]"`` ...). Full grid (every combination,
+      the last key varying fastest), or with ``zip=True`` the i-th values of
+      all keys together (equal lengths).
+    metrics: column name -> ``fn(model, traj, final) -> scalar`` (see
+      :mod:`jaxode.metrics`), evaluated inside the compiled call, so only the
+      metrics come back from the device, never the trajectories.
+    chunk_size: worlds per compiled call (the batch it is compiled for; the
+      last or only chunk is padded with copies of the last variant). Default:
+      the smallest of 1, 2, 3, 4, 6, 8, 12, 16, ... that holds every variant
+      (so a sweep of another size often reuses the compiled function), capped
+      by ``memory_budget`` bytes (default :data:`DEFAULT_MEMORY_BUDGET`, 1 GiB)
+      estimated per world from its trajectory (n_steps entries), its State (x16
+      for a step's temporaries) and its Params. Every chunk runs the same
+      compiled function, and so does any later sweep of the same model, state
+      shapes, n_steps, metric functions and batch (all Params fields travel
+      batched, whichever are swept).
+    progress: None: report on stderr (tqdm when installed) when there is more
+      than one chunk; True/False: always/never; a callable gets
+      ``(variants_done, total)`` after each chunk.
+
+    Returns a :class:`SweepResult` (``stats`` holds the batch, the number of
+    chunks, the wall time and world-steps/s). Raises ValueError for an unknown
+    parameter (listing the valid names), a value outside ODE's range (naming
+    the key and the range), unequal zip lengths, bad sizes.
+    """
+    if not isinstance(n_steps, int) or n_steps < 1:
+        raise ValueError(f"sweep: n_steps must be an integer >= 1 (got {n_steps!r})")
+    api._check_dt(dt)
+    params = model.params
+    if np.ndim(params.body_mass) != 1 or np.ndim(state.pos) != 2:
+        raise ValueError("sweep: pass the model's own params and ONE world's state "
+                         "(no batch axis); the sweep makes the batch")
+    if not isinstance(grid, Mapping) or not grid:
+        raise ValueError("sweep: grid must be a non-empty dict {parameter: [values, ...]}")
+    if not isinstance(metrics, Mapping) or not metrics:
+        raise ValueError("sweep: metrics must be a non-empty dict {name: fn(model, traj, final)}")
+    for name, fn in metrics.items():
+        if not isinstance(name, str) or not callable(fn):
+            raise ValueError(f"sweep: metrics: {name!r} must map a str name to a callable "
+                             "fn(model, traj, final)")
+
+    keys = [_parse_key(k, params) for k in grid]
+    names = [k.name for k in keys]
+    if len(set(names)) != len(names):
+        raise ValueError(f"sweep: a parameter appears twice in the grid: {names}")
+    clash = set(names) & set(metrics)
+    if clash:
+        raise ValueError(f"sweep: metric names {sorted(clash)} clash with parameter columns")
+    values = [_values(k, raw, params) for k, raw in builtins.zip(keys, grid.values())]
+
+    lengths = [len(v) for v in values]
+    if zip:
+        if len(set(lengths)) != 1:
+            raise ValueError("sweep: zip=True needs lists of equal length (got "
+                             + ", ".join(f"{n}: {m}" for n, m in builtins.zip(names, lengths))
+                             + ")")
+        grid_shape = (lengths[0],)
+        index = [np.arange(lengths[0])] * len(keys)
+    else:
+        grid_shape = tuple(lengths)
+        index = list(np.indices(grid_shape).reshape(len(keys), -1))
+    n = int(np.prod(grid_shape))
+    columns = {k.name: v[i] for k, v, i in builtins.zip(keys, values, index)}
+
+    # Per-field arrays (n, *field shape): whole-field keys first, then entries.
+    swept = {}
+    order = sorted(range(len(keys)), key=lambda j: len(keys[j].index) > 0)
+    for j in order:
+        k = keys[j]
+        base = swept.get(k.field)
+        if base is None:
+            default = np.asarray(getattr(params, k.field), np.float64)
+            base = np.broadcast_to(default, (n,) + default.shape).copy()
+        col = columns[k.name]  # (n,) + value shape, right-aligned with the target's
+        target = base[(slice(None),) + k.index].shape
+        base[(slice(None),) + k.index] = col.reshape(
+            (n,) + (1,) * (len(target) - col.ndim) + col.shape[1:])
+        swept[k.field] = base
+    if "joint_lo_stop" in swept or "joint_hi_stop" in swept:
+        lo = swept.get("joint_lo_stop", np.asarray(params.joint_lo_stop, np.float64)[None])
+        hi = swept.get("joint_hi_stop", np.asarray(params.joint_hi_stop, np.float64)[None])
+        if np.any(hi < lo):
+            raise ValueError("sweep: joint_hi_stop must be >= joint_lo_stop for every joint "
+                             "axis and variant")
+    if "body_inertia" in swept:
+        mats = swept["body_inertia"].reshape((-1, 3, 3))
+        if (not np.allclose(mats, np.swapaxes(mats, -1, -2), rtol=1e-9, atol=0)
+                or np.any(np.linalg.eigvalsh(mats) <= 0)):
+            raise ValueError("sweep: body_inertia: every body's inertia must be a symmetric, "
+                             "positive definite 3x3 matrix [kg m^2] in every variant")
+
+    # Every field travels batched (swept or not), so the compiled function depends
+    # only on the scene, n_steps, the metric functions and the batch size: a
+    # later sweep over other parameters reuses it.
+    full = {}
+    for f in _valid_fields(params):
+        default = np.asarray(getattr(params, f))
+        v = swept.get(f)
+        full[f] = (np.broadcast_to(default, (n,) + default.shape) if v is None
+                   else v.astype(default.dtype))
+    metric_items = tuple((name, fn) for name, fn in metrics.items())
+    batch = _batch_size(n, chunk_size, memory_budget, state, params, n_steps)
+    n_chunks = -(-n // batch)
+    dt_arr = jnp.asarray(dt, state.pos.dtype)
+
+    report = _Progress(progress, n, n_chunks)
+    outs = []
+    t0 = time.perf_counter()
+    try:
+        for c in range(n_chunks):
+            # Variants c*batch ... (padded with the last variant up to the batch size).
+            rows = np.minimum(np.arange(c * batch, (c + 1) * batch), n - 1)
+            chunk = params.replace(**{f: jnp.asarray(v[rows]) for f, v in full.items()})
+            res = _run_batch_jit(model, state, dt_arr, chunk, n_steps=n_steps,
+                                 metric_items=metric_items)
+            outs.append(jax.tree.map(np.asarray, res))
+            report.update(min((c + 1) * batch, n), min(batch, n - c * batch))
+    finally:
+        report.close()
+    wall = time.perf_counter() - t0
+    for name, _ in metric_items:
+        columns[name] = np.concatenate([o[name] for o in outs])[:n]
+
+    if zip:
+        axes = {k.name: columns[k.name] for k in keys}
+    else:
+        axes = {k.name: v for k, v in builtins.zip(keys, values)}
+    stats = dict(n_variants=n, n_steps=n_steps, batch=batch, n_chunks=n_chunks, wall_s=wall,
+                 world_steps_per_s=n * n_steps / wall if wall > 0 else float("inf"))
+    return SweepResult(columns=columns, params=tuple(names), metrics=tuple(metrics),
+                       grid_shape=grid_shape, axes=axes, zipped=bool(zip), stats=stats)
+
