@@ -8,9 +8,15 @@ scene only) the same scene is stepped by libode (bench/ode_boxes.c, one world
 after the other) and the ratio jaxode / ODE is reported.
 
 Scenes: ``boxes`` = examples/falling_boxes.py build_scene() (3 boxes on a plane);
-``sphere`` = one sphere (r = 0.1 m, density 1000 kg/m^3) dropped on a plane.
+``sphere`` = one sphere (r = 0.1 m, density 1000 kg/m^3) dropped on a plane;
+``walker`` = examples/walker.py build_walker(): a quadruped of 9 bodies on 8
+hinges with stops and motors, feet and torso on a plane (12 contact slots),
+standing with its motors holding (vel 0, fmax 20 N m; the example's gait
+controller adds a few ops per step, no rows); ``chain`` = ten capsule links
+(0.1 m, 0.2 kg) on hinges hanging from the world, released 0.5 rad from the
+vertical, no contacts.
 
-Run:  python bench/bench_step.py [--scene boxes|sphere] [--batch 1 64 256 1024]
+Run:  python bench/bench_step.py [--scene boxes|sphere|walker|chain] [--batch 1 64 256 1024]
                                  [--steps 100] [--ode] [--out FILE.json]
 """
 from __future__ import annotations
@@ -46,6 +52,33 @@ def boxes_scene() -> jaxode.Model:
     return build_scene()
 
 
+def walker_scene() -> jaxode.Model:
+    sys.path.insert(0, str(ROOT / "examples"))
+    try:
+        from walker import build_walker
+    finally:
+        sys.path.pop(0)
+    return build_walker().model
+
+
+def chain_scene(nlink: int = 10, length: float = 0.1, tilt: float = 0.5) -> jaxode.Model:
+    """``nlink`` capsules (radius 2 cm, ``length`` [m] between joints, 0.2 kg) in a
+    straight line from a hinge at the origin, ``tilt`` [rad] from the vertical;
+    hinge axes along y; geoms collide with nothing."""
+    b = jaxode.WorldBuilder(gravity=(0.0, 0.0, -9.81))
+    m = jaxode.mass.capsule(0.02, length, direction=3, total=0.2)
+    down = np.array([-np.sin(tilt), 0.0, -np.cos(tilt)])
+    quat = (np.cos(tilt / 2), 0.0, np.sin(tilt / 2), 0.0)
+    prev = None
+    for k in range(nlink):
+        top = k * length * down
+        body = b.add_body(pos=tuple(top + 0.5 * length * down), quat=quat, mass=m)
+        b.add_capsule(0.02, length, body=body, category_bits=0, collide_bits=0)
+        b.add_hinge(body, prev, anchor=tuple(top), axis=(0.0, 1.0, 0.0))
+        prev = body
+    return b.build()
+
+
 def sphere_scene() -> jaxode.Model:
     b = jaxode.WorldBuilder(gravity=(0.0, 0.0, -9.81))
     b.add_plane(normal=(0, 0, 1), offset=0.0, surface=jaxode.Surface(mu=0.5))
@@ -54,7 +87,8 @@ def sphere_scene() -> jaxode.Model:
     return b.build()
 
 
-SCENES = {"boxes": boxes_scene, "sphere": sphere_scene}
+SCENES = {"boxes": boxes_scene, "sphere": sphere_scene, "walker": walker_scene,
+          "chain": chain_scene}
 
 
 def tree_nbytes(tree) -> int:
@@ -163,7 +197,7 @@ def main() -> None:
           f"cpu {info['cpu_model']} x{info['nproc']}  x64={info['x64']}"
           + (f"  XLA_FLAGS={info['xla_flags']}" if info["xla_flags"] else ""))
     model = SCENES[args.scene]()
-    print(f"scene {args.scene}: {model.nbody} bodies, {model.ngeom} geoms, "
+    print(f"scene {args.scene}: {model.nbody} bodies, {model.ngeom} geoms, {model.njoint} joints, "
           f"contact capacity {model.contact_capacity}; {args.steps} steps of {DT} s")
 
     if args.ode:
