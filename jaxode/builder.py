@@ -569,7 +569,11 @@ class WorldBuilder:
         if not self.bodies:
             raise ValueError("the world needs at least one body (add_body)")
         nbody, ngeom = len(self.bodies), len(self.geoms)
-        jointed = {frozenset((j["body1"], j["body2"])) for j in self.joints if not j["collide"]}
+        # Only body-body pairs: a joint to the static world (body2 None) must not
+        # switch off the body's contacts with static geoms (ODE's near callback
+        # tests dAreConnectedExcluding only for two real bodies).
+        jointed = {frozenset((j["body1"], j["body2"])) for j in self.joints
+                   if not j["collide"] and j["body2"] is not None}
         groups: dict[tuple[int, int], list] = {}
         for i in range(ngeom):
             for j in range(i + 1, ngeom):

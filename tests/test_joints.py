@@ -189,3 +189,17 @@ def test_bad_joint_input_raises(field, make):
     x = b.add_body()
     with pytest.raises(ValueError, match=field):
         make(b, x)
+
+
+def test_joint_to_world_keeps_contacts_with_static_geoms():
+    """A body hinged to the world still lands on the static plane (only contacts
+    between the two jointed bodies are switched off, as in ODE)."""
+    b = jaxode.WorldBuilder(gravity=(0.0, 0.0, -9.81))
+    b.add_plane(normal=(0, 0, 1), offset=0.0)
+    body = b.add_body(pos=(0.5, 0.0, 0.3), mass=jaxode.mass.sphere(radius=0.1, total=1.0))
+    b.add_sphere(radius=0.1, body=body)
+    b.add_slider(body, None, axis=(0.0, 0.0, 1.0))
+    model = b.build()
+    final, _ = jaxode.rollout(model, jaxode.init(model), 100, 0.01)
+    # Falls 0.2 m along the slider, then rests on the plane at z = radius.
+    assert abs(float(final.pos[0, 2]) - 0.1) < 2e-3
