@@ -18,6 +18,10 @@ except odelib.OdeUnavailable as e:  # pragma: no cover - depends on the machine
     pytest.skip(f"libode not available: {e}", allow_module_level=True)
 
 from jaxode.conformance import harness  # noqa: E402
+
+# The module fixture runs every scene in libode and in jaxode (f64 and f32) once:
+# several minutes on 2 cores, counted against the first test's timeout.
+pytestmark = pytest.mark.timeout(2400)
 from jaxode.conformance.scenes import (BATCH_SCENES, KNOWN_DISAGREEMENTS,  # noqa: E402
                                        KNOWN_DISAGREEMENTS_F32, SCENES)
 
