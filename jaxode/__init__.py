@@ -16,6 +16,9 @@ from jaxode.joint_api import (add_hinge2_torques, add_universal_torques, hinge2_
                               pu_position_rate, universal_angle1, universal_angle1_rate,
                               universal_angle2, universal_angle2_rate)
 from jaxode.joint_api import add_amotor_torques, amotor_angle, amotor_angle_rate  # noqa: E402
+from jaxode.joint_api import (add_piston_force, add_pr_torque, piston_angle,  # noqa: E402
+                              piston_angle_rate, piston_position, piston_position_rate, pr_angle,
+                              pr_angle_rate, pr_position, pr_position_rate)
 from jaxode.surface import Surface
 from jaxode import metrics  # noqa: E402
 from jaxode.sweep import SweepResult, sweep  # noqa: E402
@@ -34,4 +37,7 @@ __all__ = [
     "hinge2_angle2_rate", "add_hinge2_torques", "pu_position", "pu_position_rate", "pu_angle1",
     "pu_angle2", "pu_angle1_rate", "pu_angle2_rate",
     "amotor_angle", "amotor_angle_rate", "add_amotor_torques",
+    "pr_position", "pr_position_rate", "pr_angle", "pr_angle_rate", "add_pr_torque",
+    "piston_position", "piston_position_rate", "piston_angle", "piston_angle_rate",
+    "add_piston_force",
 ]

@@ -392,6 +392,55 @@ class WorldBuilder:
         return self._add_joint(jt.SLIDER, body1, body2, 1, collide,
                                dict(axis=self._axis(where, "axis", axis)), params)
 
+    def add_pr(self, body1: int, body2: Optional[int] = None, anchor=(0.0, 0.0, 0.0),
+               axis1=(0.0, 1.0, 0.0), axis2=(1.0, 0.0, 0.0), collide: bool = False,
+               **params) -> int:
+        """Prismatic-rotoide joint (dJointCreatePR): body 1 slides along ``axis1``
+        (prismatic, fixed in body 1) relative to a hinge about ``axis2`` (rotoide)
+        at world ``anchor`` [m] on body 2; the axes must not be parallel (ODE is
+        tested with them perpendicular). Per-axis parameters: suffix "" the
+        prismatic axis (stops [m], vel [m/s], fmax [N]), "2" the rotoide
+        (stops [rad], vel [rad/s], fmax [N m]). Position and angle are zero at
+        the build-time pose."""
+        where = f"joint {len(self.joints)} (pr)"
+        a1, a2 = self._two_axes(where, axis1, axis2, perpendicular=False)
+        return self._add_joint(jt.PR, body1, body2, 2, collide, dict(
+            anchor=_vec(f"{where}: anchor", anchor, 3), axis1=a1, axis2=a2), params)
+
+    def add_piston(self, body1: int, body2: Optional[int] = None, anchor=(0.0, 0.0, 0.0),
+                   axis=(1.0, 0.0, 0.0), collide: bool = False, **params) -> int:
+        """Piston joint (dJointCreatePiston): body 1 slides along and turns about
+        ``axis`` (fixed in body 1) through world ``anchor`` [m] on body 2.
+        Per-axis parameters: suffix "" the prismatic motion (stops [m], vel
+        [m/s], fmax [N]), "2" the rotation about the axis (stops [rad], vel
+        [rad/s], fmax [N m]; ODE tests them whenever one is finite). Position
+        and angle are zero at the build-time pose."""
+        where = f"joint {len(self.joints)} (piston)"
+        return self._add_joint(jt.PISTON, body1, body2, 2, collide, dict(
+            anchor=_vec(f"{where}: anchor", anchor, 3), axis=self._axis(where, "axis", axis)),
+            params)
+
+    def add_plane2d(self, body1: int, body2: Optional[int] = None, collide: bool = False,
+                    **params) -> int:
+        """Plane-2D joint (dJointCreatePlane2D): keeps ``body1`` in the world plane
+        z = 0 (the body's centre is pulled there with the world ERP) and stops
+        its angular velocity about world x and y; body2 must be None (ODE's
+        rows act on body 1 alone). Motors, no stops: suffix "" = world x
+        (dJointSetPlane2DXParam: vel [m/s], fmax [N]), "2" = world y
+        (dJointSetPlane2DYParam), "3" = rotation about world z
+        (dJointSetPlane2DAngleParam: vel [rad/s], fmax [N m]); also cfm."""
+        where = f"joint {len(self.joints)} (plane2d)"
+        if body2 is not None:
+            raise ValueError(f"{where}: body2 must be None: ODE's plane-2D joint constrains "
+                             f"body 1 against the static world (got {body2!r})")
+        for suf in ("", "2", "3"):
+            for key in ("lo_stop" + suf, "hi_stop" + suf):
+                if key in params and math.isfinite(_scalar(f"{where}: {key}", params[key],
+                                                           allow_inf=True)):
+                    raise ValueError(f"{where}: {key}: ODE's plane-2D joint has motors only "
+                                     f"(it never tests stops; got {params[key]!r})")
+        return self._add_joint(jt.PLANE2D, body1, None, 3, collide, {}, params)
+
     def add_fixed(self, body1: int, body2: Optional[int] = None, collide: bool = False) -> int:
         """Fixed joint (dJointCreateFixed + dJointSetFixed): keeps the build-time relative pose."""
         return self._add_joint(jt.FIXED, body1, body2, 0, collide, {}, {})

@@ -263,3 +263,83 @@ def add_amotor_torques(model: Model, state: State, j: int, torque0, torque1=0.0,
     out = state.torque.at[g.body1].add(t)
     out = out.at[jnp.minimum(g.body2, n - 1)].add(jnp.where(g.body2 < n, -t, 0.0))
     return state.replace(torque=out)
+
+
+def pr_position(model: Model, state: State, j: int) -> jax.Array:
+    """dJointGetPRPosition [m]: prismatic axis . (anchor point of body 1 - anchor on
+    body 2), world frame; zero at build, grows as body 1 moves along +axis 1."""
+    g, (p1, q1, _, _), (p2, q2, _, _) = _pair(model, state, j, jt.PR)
+    return jt.pr.pr_position(g, p1, q1, p2, q2)
+
+
+def pr_position_rate(model: Model, state: State, j: int) -> jax.Array:
+    """dJointGetPRPositionRate [m/s]: prismatic axis . (v1 - velocity of body 2's
+    anchor point)."""
+    g, (_, q1, v1, _), (_, q2, v2, w2) = _pair(model, state, j, jt.PR)
+    return jt.pr.pr_position_rate(g, q1, v1, q2, v2, w2)
+
+
+def pr_angle(model: Model, state: State, j: int) -> jax.Array:
+    """dJointGetPRAngle [rad]: rotoide angle (ODE's hinge sign), zero at build."""
+    g, (_, q1, _, _), (_, q2, _, _) = _pair(model, state, j, jt.PR)
+    return jt.pr.pr_angle(g, q1, q2)
+
+
+def pr_angle_rate(model: Model, state: State, j: int) -> jax.Array:
+    """dJointGetPRAngleRate [rad/s]: rotoide axis (body 1) . (w1 - w2)."""
+    g, (_, q1, _, w1), (_, _, _, w2) = _pair(model, state, j, jt.PR)
+    return _rate(jm.quat_to_mat(q1) @ g.axis1, w1, w2)
+
+
+def piston_position(model: Model, state: State, j: int) -> jax.Array:
+    """dJointGetPistonPosition [m]: axis . (anchor point of body 1 - anchor on body
+    2), world frame; zero at build."""
+    g, (p1, q1, _, _), (p2, q2, _, _) = _pair(model, state, j, jt.PISTON)
+    return jt.piston.piston_position(g, p1, q1, p2, q2)
+
+
+def piston_position_rate(model: Model, state: State, j: int) -> jax.Array:
+    """dJointGetPistonPositionRate [m/s]: axis (body 1) . (v1 - v2)."""
+    g, (_, q1, v1, _), (_, _, v2, _) = _pair(model, state, j, jt.PISTON)
+    return _rate(jm.quat_to_mat(q1) @ g.axis1, v1, v2)
+
+
+def piston_angle(model: Model, state: State, j: int) -> jax.Array:
+    """dJointGetPistonAngle [rad]: angle about the axis (ODE's hinge sign), zero at build."""
+    g, (_, q1, _, _), (_, q2, _, _) = _pair(model, state, j, jt.PISTON)
+    return jt.piston.piston_angle(g, q1, q2)
+
+
+def piston_angle_rate(model: Model, state: State, j: int) -> jax.Array:
+    """dJointGetPistonAngleRate [rad/s]: axis (body 1) . (w1 - w2)."""
+    g, (_, q1, _, w1), (_, _, _, w2) = _pair(model, state, j, jt.PISTON)
+    return _rate(jm.quat_to_mat(q1) @ g.axis1, w1, w2)
+
+
+def add_pr_torque(model: Model, state: State, j: int, torque) -> State:
+    """dJointAddPRTorque: +torque [N m] about the rotoide axis (body 1's) on body 1,
+    the opposite on body 2."""
+    g, (_, q1, _, _), _ = _pair(model, state, j, jt.PR)
+    t = (jm.quat_to_mat(q1) @ g.axis1) * torque
+    n = state.pos.shape[0]
+    tq = state.torque.at[g.body1].add(t)
+    tq = tq.at[jnp.minimum(g.body2, n - 1)].add(jnp.where(g.body2 < n, -t, 0.0))
+    return state.replace(torque=tq)
+
+
+def add_piston_force(model: Model, state: State, j: int, force) -> State:
+    """dJointAddPistonForce: F = force [N] along the axis (body 1's) on body 1 and
+    -F on body 2. With two bodies ODE also adds the torques a1 x F to body 1 and
+    a2 x F to body 2 (a1, a2 each body's anchor relative to its centre, world
+    frame; the same sign on both, as ODE 0.16 does)."""
+    g, (_, q1, _, _), (_, q2, _, _) = _pair(model, state, j, jt.PISTON)
+    r1 = jm.quat_to_mat(q1)
+    f = (r1 @ g.axis1) * force
+    n = state.pos.shape[0]
+    b2 = jnp.minimum(g.body2, n - 1)
+    real = g.body2 < n
+    fr = state.force.at[g.body1].add(f).at[b2].add(jnp.where(real, -f, 0.0))
+    t1 = jnp.where(real, jnp.cross(r1 @ g.anchor1, f), 0.0)
+    t2 = jnp.where(real, jnp.cross(jm.quat_to_mat(q2) @ g.anchor2, f), 0.0)
+    tq = state.torque.at[g.body1].add(t1).at[b2].add(t2)
+    return state.replace(force=fr, torque=tq)

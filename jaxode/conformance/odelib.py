@@ -294,6 +294,29 @@ _SIGNATURES = {
     "dJointSetLMotorAxis": (None, [_ID, _I, _I, _D, _D, _D]),
     "dJointSetLMotorParam": (None, [_ID, _I, _D]),
     "dJointGetLMotorAxis": (None, [_ID, _I, _PR]),
+    "dJointCreatePR": (_ID, [_ID, _ID]),
+    "dJointSetPRAnchor": (None, [_ID, _D, _D, _D]),
+    "dJointSetPRAxis1": (None, [_ID, _D, _D, _D]),
+    "dJointSetPRAxis2": (None, [_ID, _D, _D, _D]),
+    "dJointSetPRParam": (None, [_ID, _I, _D]),
+    "dJointGetPRPosition": (_D, [_ID]),
+    "dJointGetPRPositionRate": (_D, [_ID]),
+    "dJointGetPRAngle": (_D, [_ID]),
+    "dJointGetPRAngleRate": (_D, [_ID]),
+    "dJointAddPRTorque": (None, [_ID, _D]),
+    "dJointCreatePiston": (_ID, [_ID, _ID]),
+    "dJointSetPistonAnchor": (None, [_ID, _D, _D, _D]),
+    "dJointSetPistonAxis": (None, [_ID, _D, _D, _D]),
+    "dJointSetPistonParam": (None, [_ID, _I, _D]),
+    "dJointGetPistonPosition": (_D, [_ID]),
+    "dJointGetPistonPositionRate": (_D, [_ID]),
+    "dJointGetPistonAngle": (_D, [_ID]),
+    "dJointGetPistonAngleRate": (_D, [_ID]),
+    "dJointAddPistonForce": (None, [_ID, _D]),
+    "dJointCreatePlane2D": (_ID, [_ID, _ID]),
+    "dJointSetPlane2DXParam": (None, [_ID, _I, _D]),
+    "dJointSetPlane2DYParam": (None, [_ID, _I, _D]),
+    "dJointSetPlane2DAngleParam": (None, [_ID, _I, _D]),
     "dJointSetFeedback": (None, [_ID, _VP]),
 }
 
@@ -370,7 +393,24 @@ def _setup_lmotor(lib, j, num_axes=None, axes=(), rel=None):
         lib.dJointSetLMotorAxis(j, i, int(rel[i]), *_v(axes[i]))
 
 
-#: kind -> (dJointCreate* symbol, dJointSet*Param symbol or None,
+def _setup_pr(lib, j, anchor=(0.0, 0.0, 0.0), axis1=(0.0, 1.0, 0.0), axis2=(1.0, 0.0, 0.0)):
+    """dJointSetPRAnchor/Axis1 (prismatic)/Axis2 (rotoide)."""
+    lib.dJointSetPRAnchor(j, *_v(anchor))
+    lib.dJointSetPRAxis1(j, *_v(axis1))
+    lib.dJointSetPRAxis2(j, *_v(axis2))
+
+
+def _setup_piston(lib, j, anchor=(0.0, 0.0, 0.0), axis=(1.0, 0.0, 0.0)):
+    lib.dJointSetPistonAnchor(j, *_v(anchor))
+    lib.dJointSetPistonAxis(j, *_v(axis))
+
+
+def _setup_plane2d(lib, j):
+    pass
+
+
+#: kind -> (dJointCreate* symbol, dJointSet*Param symbol or None (or a tuple of
+#:          one symbol per axis),
 #:          setup(lib, joint, **geometry) calling dJointSet*, geometry keyword names).
 #: Geometry keywords are world-frame values named as jaxode's builder names them.
 JOINT_SETUP: dict = {
@@ -387,6 +427,12 @@ JOINT_SETUP: dict = {
                ("num_axes", "axes", "rel", "mode")),
     "lmotor": ("dJointCreateLMotor", "dJointSetLMotorParam", _setup_lmotor,
                ("num_axes", "axes", "rel")),
+    "pr": ("dJointCreatePR", "dJointSetPRParam", _setup_pr, ("anchor", "axis1", "axis2")),
+    "piston": ("dJointCreatePiston", "dJointSetPistonParam", _setup_piston, ("anchor", "axis")),
+    # plane-2D: one setter per motor, taking the axis-1 dParam* codes; parameter
+    # suffix "" -> X, "2" -> Y, "3" -> Angle (as jaxode's add_plane2d)
+    "plane2d": ("dJointCreatePlane2D", ("dJointSetPlane2DXParam", "dJointSetPlane2DYParam",
+                                        "dJointSetPlane2DAngleParam"), _setup_plane2d, ()),
 }
 
 
@@ -703,7 +749,13 @@ class OdeWorld:
         b2 = None if body2 is None else self._bodies[body2]
         lib.dJointAttach(j, self._bodies[body1], b2)
         setup(lib, j, **geometry)
-        setter = None if setter_name is None else getattr(lib, setter_name)
+        if isinstance(setter_name, tuple):           # a dJointSet*Param per axis (plane-2D)
+            per_axis = [getattr(lib, name) for name in setter_name]
+
+            def setter(jj, code, value):
+                per_axis[code >> 8](jj, code & 0xFF, value)
+        else:
+            setter = None if setter_name is None else getattr(lib, setter_name)
         for key, value in kw.items():
             base, group = key, 0
             if key[-1] in "23":

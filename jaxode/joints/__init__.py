@@ -16,6 +16,9 @@ from jaxode.joints import hinge2  # noqa: F401,E402
 from jaxode.joints import pu  # noqa: F401,E402
 from jaxode.joints import amotor  # noqa: F401,E402
 from jaxode.joints import lmotor  # noqa: F401,E402
+from jaxode.joints import pr  # noqa: F401,E402
+from jaxode.joints import piston  # noqa: F401,E402
+from jaxode.joints import plane2d  # noqa: F401,E402
 
 
 def joint_rows(jtype: int, g, b: BodyPair, jp: JointParams, erp_w, cfm_w, h) -> JointRows:
