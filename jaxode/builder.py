@@ -700,6 +700,8 @@ class WorldBuilder:
             soft_cfm=f(np.array([unset(s.soft_cfm) for s in surf], dtype=np.float64).reshape(ngeom)),
             max_vel=f(np.array([s.max_vel for s in surf], dtype=np.float64).reshape(ngeom)),
             min_depth=f(np.array([s.min_depth for s in surf], dtype=np.float64).reshape(ngeom)),
+            slip1=f(np.array([unset(s.slip1) for s in surf], dtype=np.float64).reshape(ngeom)),
+            slip2=f(np.array([unset(s.slip2) for s in surf], dtype=np.float64).reshape(ngeom)),
             **{f"joint_{key}": f(np.array([[ax[key] for ax in j["axes"]] for j in self.joints],
                                           dtype=np.float64).reshape(len(self.joints), 3))
                for key in self._AXIS_DEFAULTS},

@@ -81,6 +81,14 @@ def contact_rows(model: Model, params: Params, contacts: Contacts, body_pos: jax
     cfm = _combine_soft(p.soft_cfm[g1], p.soft_cfm[g2], p.cfm, use_min=False)
     max_vel = jnp.minimum(jnp.minimum(p.max_vel[g1], p.max_vel[g2]), p.contact_max_correcting_vel)
     min_depth = jnp.minimum(jnp.minimum(p.min_depth[g1], p.min_depth[g2]), p.contact_surface_layer)
+    # Friction-row CFM: force-dependent slip where set (ODE dContactSlip1/2), else the world's.
+    if p.slip1 is None:
+        fcfm = jnp.broadcast_to(p.cfm, (2 * g1.shape[0],))
+    else:
+        slip2_geom = jnp.where(p.slip2 < 0, p.slip1, p.slip2)
+        slip1 = _combine_soft(p.slip1[g1], p.slip1[g2], p.cfm, use_min=True)
+        slip2 = _combine_soft(slip2_geom[g1], slip2_geom[g2], p.cfm, use_min=True)
+        fcfm = jnp.stack([slip1, slip2], axis=1).reshape(-1)
 
     # Normal row: c = min(fps * erp * max(depth - min_depth, 0), max_vel), then bounce.
     r1 = contacts.pos - body_pos[b1]
@@ -137,7 +145,7 @@ def contact_rows(model: Model, params: Params, contacts: Contacts, body_pos: jax
     tail = Rows(
         body1=jnp.repeat(b1, 2), body2=jnp.repeat(b2, 2),
         j1=jnp.where(vf[:, None], fj1, 0.0), j2=jnp.where(vf[:, None], fj2, 0.0),
-        c=jnp.zeros((2 * ncon,), dtype), cfm=jnp.broadcast_to(p.cfm, (2 * ncon,)).astype(dtype),
+        c=jnp.zeros((2 * ncon,), dtype), cfm=fcfm.astype(dtype),
         lo=-bound, hi=bound,
         findex=jnp.where(jnp.repeat(pyramid, 2), jnp.repeat(jnp.arange(ncon), 2), -1).astype(jnp.int32),
         active=vf)

@@ -111,7 +111,10 @@ def _sweeps(iterations: int, b1h, b2h, b1t, b2t, fidx, pyramid, *rows):
 
     def tail_row(fc, x):
         *x, lam_n, lo, hi, pyr = x
-        bound = jnp.where(jnp.isinf(hi), jnp.inf, jnp.abs(hi * lam_n))
+        # mu = inf: bound inf; the inner where keeps inf * lambda out of the
+        # derivative (0 * inf = NaN in reverse mode) without changing values.
+        unbounded = jnp.isinf(hi)
+        bound = jnp.where(unbounded, jnp.inf, jnp.abs(jnp.where(unbounded, 0.0, hi) * lam_n))
         return update(fc, *x, jnp.where(pyr, -bound, lo), jnp.where(pyr, bound, hi))
 
     def sweep(carry, _):

@@ -21,6 +21,8 @@ soft_erp       min of the values that are set; unset on both: world erp
 soft_cfm       max of the values that are set; unset on both: world cfm
 max_vel        min(max_vel_1, max_vel_2, world contact_max_correcting_vel)
 min_depth      min(min_depth_1, min_depth_2, world contact_surface_layer)
+slip1, slip2   min of the values that are set (Gazebo's rule); unset on both: the
+               world cfm (no force-dependent slip, ODE without dContactSlip1/2)
 max_contacts   min(max_contacts_1, max_contacts_2) points per geom pair
 ============== ==================================================================
 
@@ -59,6 +61,13 @@ class Surface:
     max_vel: maximum correcting velocity [m/s] > 0 (``inf`` = world value).
     min_depth: depth [m] >= 0 allowed before correction (``inf`` = world value).
     max_contacts: contact points per geom pair, >= 1 (Gazebo default 10).
+    slip1, slip2: force-dependent slip [m/(s N)] >= 0 in the two friction
+        directions (ODE dContactSlip1/2, Gazebo ``<slip1>``/``<slip2>``): the
+        CFM of the friction rows, so a contact held by friction creeps at
+        ``slip * force``. ``None`` (default): unset, the friction rows keep the
+        world's CFM (exact ODE without slip); slip2 ``None`` with slip1 set
+        means equal to slip1. A small slip is the smoothing knob for
+        gradients through sticking friction (see README, Gradients).
     """
 
     mu: float = 1.0
@@ -72,6 +81,8 @@ class Surface:
     max_vel: float = math.inf
     min_depth: float = math.inf
     max_contacts: int = 10
+    slip1: Optional[float] = None
+    slip2: Optional[float] = None
 
     def validate(self, where: str = "surface") -> None:
         """Raise ValueError naming the field and its allowed range."""
@@ -108,5 +119,29 @@ class Surface:
             raise ValueError(f"{where}.max_vel must be > 0 m/s (inf allowed) (got {self.max_vel!r})")
         if math.isnan(self.min_depth) or self.min_depth < 0:
             raise ValueError(f"{where}.min_depth must be >= 0 m (inf allowed) (got {self.min_depth!r})")
+        for name in ("slip1", "slip2"):
+            v = getattr(self, name)
+            if v is not None:
+                _finite(f"{where}.{name}", v)
+                if v < 0:
+                    raise ValueError(f"{where}.{name} must be >= 0 m/(s N) (got {v!r})")
         if not isinstance(self.max_contacts, int) or self.max_contacts < 1:
             raise ValueError(f"{where}.max_contacts must be an integer >= 1 (got {self.max_contacts!r})")
+
+
+def erp_cfm_from_kp_kd(kp, kd, dt):
+    """ERP and CFM that make a constraint a spring of stiffness ``kp`` [N/m]
+    and damper ``kd`` [N s/m] at step ``dt`` [s] (ODE manual, "Soft constraint
+    and constraint force mixing"): ``erp = dt kp / (dt kp + kd)``,
+    ``cfm = 1 / (dt kp + kd)`` [m/(s N)], the same effect as the spring-damper
+    integrated implicitly (first order). A body of mass m resting on such a
+    contact sinks to the depth ``m g / kp``.
+
+    For contacts set them per geom: ``Surface(soft_erp=erp, soft_cfm=cfm)``,
+    or at run time (differentiable in kp and kd) ``params.replace(
+    soft_erp=params.soft_erp.at[g].set(erp), soft_cfm=params.soft_cfm.at[g].set(cfm))``.
+    Soft contacts are the smoothing knob for gradients through contact
+    forces (see README, Gradients). Works on floats and JAX arrays.
+    """
+    hk = dt * kp
+    return hk / (hk + kd), 1.0 / (hk + kd)

@@ -39,7 +39,10 @@ class Params:
       both directions), fdir1 (ngeom, 3) first friction direction in the geom frame
       (zero vector = unset), bounce (restitution in [0, 1]), bounce_vel [m/s]
       (minimum incoming speed for a bounce), soft_erp, soft_cfm (negative =
-      unset: the world's erp/cfm apply), max_vel [m/s], min_depth [m].
+      unset: the world's erp/cfm apply), max_vel [m/s], min_depth [m],
+      slip1, slip2 [m/(s N)] force-dependent slip, the CFM of the two
+      friction rows (negative = unset: the world's cfm; slip2 unset with
+      slip1 set = slip1).
     Joints (njoint, 3), one column per joint axis (ODE's dParam*, dParam*2,
       dParam*3): joint_lo_stop, joint_hi_stop [rad or m]; joint_vel [rad/s or
       m/s] motor target; joint_fmax [N m or N] motor force limit (0 = no
@@ -83,6 +86,8 @@ class Params:
     joint_stop_cfm: jax.Array = None
     joint_suspension_erp: jax.Array = None
     joint_suspension_cfm: jax.Array = None
+    slip1: jax.Array = None
+    slip2: jax.Array = None
 
 
 @pytree_dataclass

@@ -549,6 +549,8 @@ DEFAULT_SURFACE = dict(
     soft_erp=None,  # None -> unset (world ERP)
     soft_cfm=None,  # None -> unset (world CFM)
     max_contacts=10,
+    slip1=None,  # None -> unset (no dContactSlip1: world CFM on the friction row)
+    slip2=None,  # None -> slip1
 )
 
 
@@ -561,6 +563,8 @@ def _norm_surface(s) -> dict:
         out.update(s)
     if out["mu2"] is None:
         out["mu2"] = out["mu"]
+    if out["slip2"] is None:
+        out["slip2"] = out["slip1"]
     if out["friction"] not in ("pyramid", "box"):
         raise ValueError(f"friction must be 'pyramid' or 'box', got {out['friction']!r}")
     if out["fdir1"] is not None:
@@ -604,6 +608,8 @@ def combine_surfaces(s1: dict, s2: dict) -> dict:
         bounce_vel=min(s1["bounce_vel"], s2["bounce_vel"]),
         soft_erp=_min_opt(s1["soft_erp"], s2["soft_erp"]),
         soft_cfm=_max_opt(s1["soft_cfm"], s2["soft_cfm"]),
+        slip1=_min_opt(s1["slip1"], s2["slip1"]),
+        slip2=_min_opt(s1["slip2"], s2["slip2"]),
         max_contacts=min(s1["max_contacts"], s2["max_contacts"]),
         friction="box" if (s1["friction"] == "box" and s2["friction"] == "box") else "pyramid",
         fdir1=fdir,
@@ -627,6 +633,10 @@ def _fill_surface(sp: dSurfaceParameters, c: dict) -> None:
     if c["soft_cfm"] is not None:
         mode |= dContactSoftCFM
         sp.soft_cfm = c["soft_cfm"]
+    for k, flag in (("slip1", dContactSlip1), ("slip2", dContactSlip2)):
+        if c.get(k) is not None:
+            mode |= flag
+            setattr(sp, k, c[k])
     sp.mode = mode
 
 

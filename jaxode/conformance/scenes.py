@@ -207,7 +207,7 @@ def metric_value(scene: Scene, traj: dict) -> np.ndarray:
 
 # ------------------------------------------------------------------ builders
 
-_SURFACE_KEYS = ("mu", "mu2", "fdir1", "friction", "bounce", "bounce_vel", "soft_erp", "soft_cfm",
+_SURFACE_KEYS = ("mu", "mu2", "slip1", "slip2", "fdir1", "friction", "bounce", "bounce_vel", "soft_erp", "soft_cfm",
                  "max_contacts", "max_vel", "min_depth")
 #: Gazebo's per-surface limits (<ode><max_vel>, <min_depth>): libode's contact has no
 #: such fields, so build_ode folds them into the world's contact_max_correcting_vel
@@ -424,6 +424,13 @@ SCENES: list[Scene] = [
                  Geom("sphere", body=0, radius=_SPHERE_R,
                       surface=dict(mu=0.5, max_vel=0.1, min_depth=0.005))),
           metric="final_z", tol=_one()),
+    _sphere_on_plane("surface_slip", "sphere launched at 2 m/s slides, then rolls; mu 1, "
+                     "slip1 = slip2 = 0.05 m/(s N) (dContactSlip1/2: the friction rows' CFM)",
+                     surface=dict(mu=1.0, slip1=0.05), vel=(2.0, 0.0, 0.0), z0=0.1,
+                     metric="final_x", steps=100,
+                     tol=_one(why64="one contact, three rows on one body; measured difference "
+                                    "to ODE 0 m in float64 (without slip the same launch ends "
+                                    "6 mm shorter)")),
     # ---- box on a plane (4 contacts) -------------------------------------------
     _box_on_plane("rest_box", "0.2 m box dropped 2 cm onto the plane, settles on 4 contacts",
                   dict(mu=0.5), z0=0.12, metric="rest_height",
