@@ -9,7 +9,7 @@ after the other) and the ratio jaxode / ODE is reported.
 
 Scenes: ``boxes`` = examples/falling_boxes.py build_scene() (3 boxes on a plane);
 ``sphere`` = one sphere (r = 0.1 m, density 1000 kg/m^3) dropped on a plane;
-``walker`` = examples/walker.py build_walker(): a quadruped of 9 bodies on 8
+``walker`` = jaxode.robots.build_walker(): a quadruped of 9 bodies on 8
 hinges with stops and motors, feet and torso on a plane (12 contact slots),
 standing with its motors holding (vel 0, fmax 20 N m; the example's gait
 controller adds a few ops per step, no rows); ``chain`` = ten capsule links
@@ -32,7 +32,6 @@ import time
 from pathlib import Path
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 import jaxode
@@ -53,11 +52,8 @@ def boxes_scene() -> jaxode.Model:
 
 
 def walker_scene() -> jaxode.Model:
-    sys.path.insert(0, str(ROOT / "examples"))
-    try:
-        from walker import build_walker
-    finally:
-        sys.path.pop(0)
+    from jaxode.robots import build_walker
+
     return build_walker().model
 
 

@@ -13,7 +13,6 @@ with XLA's backend optimisation off and the CPU fusion emitters disabled
 """
 from __future__ import annotations
 
-import math
 
 import jax
 import jax.numpy as jnp
