@@ -11,7 +11,9 @@ their metric within a bound covering ODE's own spread over RNG seeds.
 """
 from __future__ import annotations
 
-from jaxode.conformance.scenes import (TRAJ64, Body, Geom, Joint, Scene, Tolerance, World,  # noqa: F401
+import dataclasses
+
+from jaxode.conformance.scenes import (TRAJ64, BatchScene, Body, Geom, Joint, Scene, Tolerance, World,  # noqa: F401
                                        body_of, mass_lib)
 
 
@@ -192,6 +194,94 @@ def motor_scenes() -> list:
                             dict(vel=1.0, fmax=0.5, lo_stop2=-0.2, hi_stop2=0.2, vel3=0.5,
                                  fmax3=1.0)))),
     ]
+
+
+def _shifted(body: Body, dy: float) -> Body:
+    return dataclasses.replace(body, pos=(body.pos[0], body.pos[1] + dy, body.pos[2]))
+
+
+def _zoo_world(k: int, params: list) -> Scene:
+    """World ``k`` of the joint zoo: eight mechanisms 3 m apart along y, one per joint
+    type not in test_joints_batch (hinge, slider, ball, fixed), with ``params[i]``
+    (dParam* values) on mechanism i. The Euler amotor holds a body 0.15 m from a ball
+    joint to the world (ODE's powered 3-DOF joint), so its torques move the body."""
+    bodies, joints = [], []
+    link2 = dict(pos=(1.2, 0.1, 0.3), angvel=(1.0, -1.5, 0.5))
+    mech = [  # (type, geometry, two bodies?)
+        ("universal", dict(axis1=(0.0, 1.0, 0.0), axis2=(0.0, 0.0, 1.0)), True),
+        ("hinge2", dict(axis1=(0.0, 0.0, 1.0), axis2=(0.0, 1.0, 0.3)), True),
+        ("pu", dict(axis1=(0.0, 1.0, 0.0), axis2=(0.0, 0.0, 1.0), axis3=(1.0, 0.0, 0.2)), True),
+        ("pr", dict(axis1=(-0.1, -0.05, -0.15), axis2=(0.05, -0.1, 0.0)), True),
+        ("piston", dict(axis=(1.0, 0.0, 0.2)), True),
+        ("plane2d", {}, False),
+        ("amotor", dict(mode="euler", axes=((1.0, 0.0, 0.0), (0.0, 0.0, 1.0))), False),
+        ("lmotor", dict(axes=((1.0, 0.0, 0.0), (0.0, 0.0, 1.0)), rel=(0, 1)), False),
+    ]
+    for i, ((kind, geo, two), prm) in enumerate(zip(mech, params)):
+        dy = 3.0 * i
+        b1 = len(bodies)
+        if kind == "plane2d":
+            bodies.append(_shifted(_tilted_link(pos=(0.5, 0.2, 0.0), vel=(0.3, 0.1, 0.2),
+                                                angvel=(0.4, -0.2, 1.0)), dy))
+        elif kind == "amotor":  # ODE's powered 3-DOF joint: a ball joint plus the amotor
+            bodies.append(_shifted(_tilted_link(pos=(1.15, 0.0, 0.0), angvel=(3.0, 1.0, -2.0)), dy))
+            joints.append(Joint("ball", b1, None, dict(anchor=(1.0, dy, 0.0))))
+        elif not two:
+            bodies.append(_shifted(_tilted_link(angvel=(3.0, 1.0, -2.0)), dy))
+        else:
+            bodies += [_shifted(_tilted_link(), dy), _shifted(_tilted_link(**link2), dy)]
+        geo = dict(geo)
+        if two:
+            geo["anchor"] = (1.1, 0.05 + dy, 0.15)
+        joints.append(Joint(kind, b1, b1 + 1 if two else None, geo, prm))
+    why = ("eight independent mechanisms (no shared body), PGS run to convergence on both "
+           "sides (400 iterations): the rows, not their order, decide; float64 rounding only")
+    return Scene(f"zoo_world{k}", f"joint zoo, world {k}", World(iterations=400),
+                 bodies=tuple(bodies), geoms=(), metric="final_pos", tol=_traj(why),
+                 steps=100, dt=0.001, joints=tuple(joints))
+
+
+#: per world, per mechanism (universal, hinge2, pu, pr, piston, plane2d, amotor, lmotor):
+#: the stops, motors, bounce, suspension and CFM that differ between the worlds
+_ZOO_PARAMS = [
+    [dict(lo_stop=-0.1, hi_stop=0.1, bounce=0.3, vel2=1.0, fmax2=0.2),
+     dict(suspension_erp=0.3, suspension_cfm=1e-3, lo_stop=-0.1, hi_stop=0.1, vel2=3.0, fmax2=0.5),
+     dict(vel=0.5, fmax=1.0, lo_stop3=-0.01, hi_stop3=0.01, bounce3=0.5),
+     dict(lo_stop=-0.002, hi_stop=0.002, bounce=0.5, vel2=1.0, fmax2=0.2),
+     dict(vel=0.3, fmax=2.0, lo_stop2=-0.1, hi_stop2=0.1, bounce2=0.3),
+     dict(vel=0.5, fmax=1.0, vel2=-0.3, fmax2=1.0, vel3=2.0, fmax3=0.01),
+     dict(lo_stop=-0.3, hi_stop=0.3, lo_stop2=-0.2, hi_stop2=0.2, lo_stop3=-0.5, hi_stop3=0.5,
+          bounce3=0.4),
+     dict(vel=0.5, fmax=2.0, vel2=-0.3, fmax2=5.0)],
+    [dict(vel=-2.0, fmax=1.0, lo_stop2=-0.05, hi_stop2=0.05),
+     dict(suspension_erp=0.8, suspension_cfm=1e-5, vel=1.0, fmax=0.3),
+     dict(vel3=0.2, fmax3=3.0, lo_stop=-0.2, hi_stop=0.2),
+     dict(vel=-0.1, fmax=5.0, lo_stop2=-0.1, hi_stop2=0.1),
+     dict(lo_stop=-0.01, hi_stop=0.02, bounce=0.2, vel2=-1.0, fmax2=0.1),
+     dict(vel=-0.2, fmax=0.5, fmax3=0.1),
+     dict(vel=1.0, fmax=0.5, vel3=-0.5, fmax3=1.0, cfm=1e-4),
+     dict(vel=-0.4, fmax=0.5, cfm=1e-4, vel2=0.6, fmax2=1.0)],
+    [dict(lo_stop=-0.05, hi_stop=0.2, stop_erp=0.6, stop_cfm=1e-4, lo_stop2=-0.3, hi_stop2=0.1),
+     dict(lo_stop=-0.3, hi_stop=0.05, vel2=-1.0, fmax2=2.0, cfm2=1e-3),
+     dict(lo_stop=-0.1, hi_stop=0.1, lo_stop2=-0.1, hi_stop2=0.1, lo_stop3=-0.02, hi_stop3=0.0),
+     dict(lo_stop2=-0.2, hi_stop2=0.2, bounce2=0.6, vel=0.05, fmax=1.0),
+     dict(lo_stop=-0.005, hi_stop=0.005, lo_stop2=-0.05, hi_stop2=0.05, stop_erp=0.3),
+     dict(vel2=0.4, fmax2=2.0, vel3=-1.0, fmax3=0.05, cfm3=1e-3),
+     dict(lo_stop2=-0.1, hi_stop2=0.1, vel=-1.0, fmax=0.2, stop_cfm2=1e-4),
+     dict(vel2=0.2, fmax2=0.5, cfm2=1e-3)],
+]
+
+
+def joint_batch_scenes() -> list:
+    """The joint zoo: every joint type beyond hinge/slider/ball/fixed (those are in
+    tests/test_joints_batch.py) in ONE vmapped jaxode call over three worlds that differ
+    in the joints' stops, motors, bounce, suspension and CFM, each world compared with
+    its own ODE world."""
+    return [BatchScene("batch_joint_zoo",
+                       "3 worlds, one vmapped jaxode call: universal, hinge-2, PU, PR, piston, "
+                       "plane-2D, Euler amotor and lmotor side by side, each world with its own "
+                       "stops/motors/bounce/suspension/CFM on every joint; 400 iterations, "
+                       "100 steps of 1 ms", tuple(_zoo_world(k, p) for k, p in enumerate(_ZOO_PARAMS)))]
 
 
 JOINT_SCENES = (basic_scenes() + universal_family_scenes() + prismatic_family_scenes()

@@ -517,7 +517,7 @@ def _rolling_sphere(erp, cfm, mu) -> Scene:
 
 # Joint scenes live in joint_scenes.py (one function per joint family); it imports
 # this module's names, which are all defined by now.
-from jaxode.conformance.joint_scenes import JOINT_SCENES  # noqa: E402
+from jaxode.conformance.joint_scenes import JOINT_SCENES, joint_batch_scenes  # noqa: E402
 
 SCENES += JOINT_SCENES
 
@@ -528,7 +528,7 @@ BATCH_SCENES: list[BatchScene] = [
                "then rolls; each world its own (erp, cfm, mu), each compared with its own ODE world",
                tuple(_rolling_sphere(*p) for p in
                      ((0.2, 1e-10, 0.1), (0.5, 1e-6, 0.3), (0.8, 1e-4, 0.6), (0.1, 1e-8, 1.0)))),
-]
+] + joint_batch_scenes()
 
 
 #: scene name -> the precise disagreement in float64 (and float32); the tests mark
