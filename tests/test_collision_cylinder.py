@@ -24,7 +24,7 @@ from jaxode.collision.types import GeomWorld
 from jaxode.conformance import odelib
 
 _OPTS = {"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": False}
-N = 24  # sampled configurations per pair type
+N = 16  # sampled configurations per pair type
 RNG_SEED = 7
 
 
@@ -75,7 +75,7 @@ def overlap(k1, k2, p1, r1, s1, p2, r2, s2, u):
 _FIB = None
 
 
-def fib_dirs(n=6000):
+def fib_dirs(n=4000):
     i = np.arange(n) + 0.5
     phi = np.arccos(1 - 2 * i / n)
     th = np.pi * (1 + 5 ** 0.5) * i
@@ -90,7 +90,7 @@ def ref_depth(k1, k2, p1, r1, s1, p2, r2, s2):
     f = lambda u: overlap(k1, k2, p1, r1, s1, p2, r2, s2, u)  # noqa: E731
     ov = f(_FIB)
     best = np.inf
-    for j in np.argsort(ov)[:6]:
+    for j in np.argsort(ov)[:3]:
         u0 = _FIB[j]
         t1 = np.cross(u0, [1.0, 0, 0] if abs(u0[0]) < 0.6 else [0, 1.0, 0])
         t1 /= np.linalg.norm(t1)
@@ -232,7 +232,8 @@ def test_swapping_two_cylinders_flips_the_normal():
     np.testing.assert_array_equal(a.valid.any(axis=1), b.valid.any(axis=1))
     for i in np.nonzero(a.valid.any(axis=1))[0]:
         na, nb = a.normal[i][a.valid[i]][0], b.normal[i][b.valid[i]][0]
-        np.testing.assert_allclose(na, -nb, atol=1e-6)
+        # the same minimum found from the other side (search accuracy ~1e-4 rad)
+        np.testing.assert_allclose(na, -nb, atol=1e-4)
         np.testing.assert_allclose(a.depth[i].max(), b.depth[i].max(), atol=1e-6)
 
 
@@ -348,3 +349,44 @@ def test_cylinder_box_agrees_with_libode_on_depth_and_normal():
         assert n0 @ n > 0.999 or abs(ov_ode - dm) <= 2e-3 * scale, (i, n0, n, ov_ode, dm)
         agree += 1
     assert agree >= 8 and ode_missed <= 2, (agree, ode_missed)
+
+
+# ------------------------------------------------------------ resting
+def test_cylinders_rest_on_a_cap_on_the_side_and_on_a_box_for_1000_steps():
+    """A cylinder standing on its flat face, one lying on its side on the plane,
+    one standing on a static box: 1000 steps of 0.01 s in float32 (the default)
+    without creeping or jitter. Bounds: every body stays within 2 mm of its rest
+    pose (ERP/CFM penetration), moves < 0.5 mm from step 100 to 1000, tilts <
+    0.1 degree, and its speed over the last 500 steps stays < 1 mm/s and
+    2e-3 rad/s."""
+    with jax.enable_x64(False):
+        b = jaxode.WorldBuilder(gravity=(0.0, 0.0, -9.81))
+        surf = jaxode.Surface(mu=0.8)
+        # bodies collide with the static world only (one compiled pair group each)
+        static = dict(surface=surf, category_bits=1, collide_bits=2)
+        b.add_plane(**static)
+        r, length = 0.2, 0.5
+        m = jaxode.mass.cylinder(r, length, density=1000.0)
+        side = tuple(Rotation.from_euler("x", 90, degrees=True).as_quat()[[3, 0, 1, 2]])
+        rest = [((0.0, 0.0, length / 2), (1.0, 0.0, 0.0, 0.0)),  # on its flat face
+                ((2.0, 0.0, r), side),  # on its side
+                ((-2.0, 0.0, 0.4 + length / 2), (1.0, 0.0, 0.0, 0.0))]  # on the box
+        b.add_box((1.0, 1.0, 0.4), pos=(-2.0, 0.0, 0.2), **static)
+        for pos, quat in rest:
+            i = b.add_body(pos=pos, quat=quat, mass=m)
+            b.add_cylinder(r, length, body=i, surface=surf, category_bits=2, collide_bits=1)
+        model = b.build()
+        run = jax.jit(lambda s: jaxode.rollout(model, s, 1000, 0.01), compiler_options=_OPTS)
+        final, traj = run(jaxode.init(model))
+        pos = np.asarray(traj.pos, np.float64)
+        p0 = np.array([p for p, _ in rest])
+        assert np.abs(pos - p0).max() < 2e-3, np.abs(pos - p0).max(axis=0)
+        assert np.abs(pos[-1] - pos[100]).max() < 5e-4, np.abs(pos[-1] - pos[100])
+        q0 = Rotation.from_quat(np.array([q for _, q in rest])[:, [1, 2, 3, 0]])
+        qf = Rotation.from_quat(np.asarray(final.quat, np.float64)[:, [1, 2, 3, 0]])
+        assert np.degrees((qf * q0.inv()).magnitude()).max() < 0.1
+        assert np.abs(np.asarray(traj.vel)[-500:]).max() < 1e-3
+        assert np.abs(np.asarray(traj.angvel)[-500:]).max() < 2e-3
+        assert int(final.overflow_contacts) == 0 and not bool(final.nonfinite)
+        # ODE's contact counts: 4 rim points on the plane (flat), 2 (side), 4 on the box
+        assert int(final.ncontact) == 10
