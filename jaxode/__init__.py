@@ -2,6 +2,7 @@
 
 Build a scene with :class:`WorldBuilder`, then ``init``, ``step`` and
 ``rollout`` it; ``jax.vmap`` over states and ``Params`` steps many worlds.
+``raycast`` reads the scene with rays (lidar, height scans).
 """
 from jaxode import mass
 from jaxode.api import (add_force, add_force_at_pos, add_force_at_rel_pos, add_rel_force,
@@ -19,6 +20,7 @@ from jaxode.joint_api import add_amotor_torques, amotor_angle, amotor_angle_rate
 from jaxode.joint_api import (add_piston_force, add_pr_torque, piston_angle,  # noqa: E402
                               piston_angle_rate, piston_position, piston_position_rate, pr_angle,
                               pr_angle_rate, pr_position, pr_position_rate)
+from jaxode.rays import raycast  # noqa: E402  (the module is jaxode.rays)
 from jaxode.surface import Surface, erp_cfm_from_kp_kd
 from jaxode import metrics  # noqa: E402
 from jaxode.sweep import SweepResult, sweep  # noqa: E402
@@ -39,5 +41,5 @@ __all__ = [
     "amotor_angle", "amotor_angle_rate", "add_amotor_torques",
     "pr_position", "pr_position_rate", "pr_angle", "pr_angle_rate", "add_pr_torque",
     "piston_position", "piston_position_rate", "piston_angle", "piston_angle_rate",
-    "add_piston_force",
+    "add_piston_force", "raycast",
 ]

@@ -236,6 +236,17 @@ class WorldBuilder:
         return self._add_geom(ct.CAPSULE, np.array([r, ln, 0.0]), body, pos, quat, surface,
                               category_bits, collide_bits)
 
+    def add_cylinder(self, radius: float, length: float, body: Optional[int] = None,
+                     pos=(0.0, 0.0, 0.0), quat=(1.0, 0.0, 0.0, 0.0), surface: Optional[Surface] = None,
+                     category_bits: int = 0xFFFFFFFF, collide_bits: int = 0xFFFFFFFF) -> int:
+        """Flat-ended cylinder (dCreateCylinder) of ``radius`` [m] and ``length`` [m]
+        along local z, centred on its frame; pose as add_sphere. Mass:
+        ``jaxode.mass.cylinder(radius, length, ...)`` (dMassSetCylinder)."""
+        r = _scalar("cylinder radius", radius, 0.0, None, lo_open=True)
+        ln = _scalar("cylinder length", length, 0.0, None, lo_open=True)
+        return self._add_geom(ct.CYLINDER, np.array([r, ln, 0.0]), body, pos, quat, surface,
+                              category_bits, collide_bits)
+
     # ------------------------------------------------------------------ joints
     _AXIS_DEFAULTS = dict(lo_stop=-math.inf, hi_stop=math.inf, vel=0.0, fmax=0.0,
                           fudge_factor=1.0, bounce=0.0, cfm=None, stop_erp=None, stop_cfm=None)

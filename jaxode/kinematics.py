@@ -34,8 +34,13 @@ def geom_aabbs(model: Model, gpos: jax.Array, grot: jax.Array) -> tuple[jax.Arra
     half_box = 0.5 * jnp.einsum("gij,gj->gi", jnp.abs(grot), size)
     axis = grot[:, :, 2]
     half_caps = jnp.abs(axis) * (0.5 * size[:, 1:2]) + r
+    # cylinder: the cap discs' extent r * sqrt(1 - axis_i^2) plus the half axis
+    disc2 = jnp.maximum(1.0 - axis * axis, 0.0)
+    disc = jnp.where(disc2 > 0, jnp.sqrt(jnp.where(disc2 > 0, disc2, 1.0)), 0.0)
+    half_cyl = jnp.abs(axis) * (0.5 * size[:, 1:2]) + r * disc
     half = jnp.where(t == ct.SPHERE, jnp.broadcast_to(r, half_box.shape),
-                     jnp.where(t == ct.BOX, half_box, half_caps))
+                     jnp.where(t == ct.BOX, half_box,
+                               jnp.where(t == ct.CYLINDER, half_cyl, half_caps)))
     inf = jnp.full_like(half, jnp.inf)
     half = jnp.where(t == ct.PLANE, inf, half)
     lo = jnp.where(t == ct.PLANE, -inf, gpos - half)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from jaxode.collision import box, capsule, sphere
+from jaxode.collision import box, capsule, cylinder, sphere
 from jaxode.collision import types as ct
 from jaxode.types import Contacts, Model
 
@@ -33,6 +33,11 @@ PAIR_FUNCTIONS = {
     (ct.CAPSULE, ct.SPHERE): (capsule.capsule_sphere, capsule.CAPSULE_SPHERE_NCON),
     (ct.CAPSULE, ct.CAPSULE): (capsule.capsule_capsule, capsule.CAPSULE_CAPSULE_NCON),
     (ct.CAPSULE, ct.BOX): (capsule.capsule_box, capsule.CAPSULE_BOX_NCON),
+    (ct.CYLINDER, ct.PLANE): (cylinder.cylinder_plane, cylinder.CYLINDER_PLANE_NCON),
+    (ct.CYLINDER, ct.SPHERE): (cylinder.cylinder_sphere, cylinder.CYLINDER_SPHERE_NCON),
+    (ct.CYLINDER, ct.BOX): (cylinder.cylinder_box, cylinder.CYLINDER_BOX_NCON),
+    (ct.CYLINDER, ct.CAPSULE): (cylinder.cylinder_capsule, cylinder.CYLINDER_CAPSULE_NCON),
+    (ct.CYLINDER, ct.CYLINDER): (cylinder.cylinder_cylinder, cylinder.CYLINDER_CYLINDER_NCON),
 }
 
 

@@ -23,7 +23,9 @@ PLANE = 0
 SPHERE = 1
 BOX = 2
 CAPSULE = 3
-GEOM_TYPE_NAMES = {PLANE: "plane", SPHERE: "sphere", BOX: "box", CAPSULE: "capsule"}
+CYLINDER = 4
+GEOM_TYPE_NAMES = {PLANE: "plane", SPHERE: "sphere", BOX: "box", CAPSULE: "capsule",
+                   CYLINDER: "cylinder"}
 
 
 class GeomWorld(NamedTuple):
@@ -36,7 +38,8 @@ class GeomWorld(NamedTuple):
     size: (3,) type-specific sizes [m]: sphere ``(r, 0, 0)``; box full side
           lengths ``(lx, ly, lz)`` as ODE's dCreateBox; capsule
           ``(r, length, 0)`` with the cylinder of ``length`` along local z
-          (ODE's dCreateCapsule); plane unused.
+          (ODE's dCreateCapsule); cylinder ``(r, length, 0)``, flat-ended,
+          along local z (ODE's dCreateCylinder); plane unused.
     """
 
     pos: jax.Array

@@ -214,6 +214,9 @@ _SIGNATURES = {
     "dCreateSphere": (_ID, [_ID, _D]),
     "dCreateBox": (_ID, [_ID, _D, _D, _D]),
     "dCreateCapsule": (_ID, [_ID, _D, _D]),
+    "dCreateCylinder": (_ID, [_ID, _D, _D]),
+    "dCreateRay": (_ID, [_ID, _D]),
+    "dGeomRaySet": (None, [_ID, _D, _D, _D, _D, _D, _D]),
     "dGeomDestroy": (None, [_ID]),
     "dGeomSetBody": (None, [_ID, _ID]),
     "dGeomGetBody": (_ID, [_ID]),
@@ -654,6 +657,14 @@ def _create_geom(lib, space, kind: str, params: dict):
         return lib.dCreateBox(space, s[0], s[1], s[2])
     if kind == "capsule":
         return lib.dCreateCapsule(space, float(params["radius"]), float(params["length"]))
+    if kind == "cylinder":
+        return lib.dCreateCylinder(space, float(params["radius"]), float(params["length"]))
+    if kind == "ray":  # placed here: dGeomRaySet(origin, direction), length
+        g = lib.dCreateRay(space, float(params["length"]))
+        o = np.asarray(params["origin"], dtype=np.float64).reshape(3)
+        d = np.asarray(params["direction"], dtype=np.float64).reshape(3)
+        lib.dGeomRaySet(g, o[0], o[1], o[2], d[0], d[1], d[2])
+        return g
     raise ValueError(f"unsupported geom kind {kind!r}")
 
 
@@ -942,6 +953,12 @@ class OdeWorld:
         return self._add_geom("capsule", dict(radius=radius, length=length), body, pos, quat,
                               surface, category_bits, collide_bits)
 
+    def add_cylinder(self, radius, length, body=None, pos=(0.0, 0.0, 0.0), quat=_IDENTITY_Q,
+                     surface=None, category_bits=None, collide_bits=None) -> int:
+        """Flat-ended cylinder (dCreateCylinder) of ``length`` along the local z axis."""
+        return self._add_geom("cylinder", dict(radius=radius, length=length), body, pos, quat,
+                              surface, category_bits, collide_bits)
+
     def geom_pos(self, gi) -> np.ndarray:
         return _read(self._lib.dGeomGetPosition(self._geoms[gi]), 3)
 
@@ -1092,7 +1109,8 @@ def _parse_spec(spec):
     Accepted forms (pos defaults to origin, quat to identity):
       dict(kind="sphere", radius=r, pos=..., quat=...)
       dict(kind="box", size=(lx,ly,lz), ...)
-      dict(kind="capsule", radius=r, length=l, ...)
+      dict(kind="capsule", radius=r, length=l, ...)  (also kind="cylinder")
+      dict(kind="ray", origin=o, direction=d, length=l)  (dCreateRay + dGeomRaySet)
       dict(kind="plane", normal=(a,b,c), offset=d)
       or tuples: ("sphere", r, pos?, quat?), ("box", size, pos?, quat?),
                  ("capsule", r, l, pos?, quat?), ("plane", normal, offset)
@@ -1110,8 +1128,10 @@ def _parse_spec(spec):
         params, rest = dict(radius=rest[0]), rest[1:]
     elif kind == "box":
         params, rest = dict(size=rest[0]), rest[1:]
-    elif kind == "capsule":
+    elif kind in ("capsule", "cylinder"):
         params, rest = dict(radius=rest[0], length=rest[1]), rest[2:]
+    elif kind == "ray":  # ("ray", origin, direction, length)
+        return kind, dict(origin=rest[0], direction=rest[1], length=rest[2]), None, None
     else:
         raise ValueError(f"unsupported geom kind {kind!r}")
     pos = rest[0] if len(rest) > 0 else (0.0, 0.0, 0.0)
@@ -1136,7 +1156,7 @@ def collide(spec1, spec2, max_contacts: int = 10, flags: int = 0) -> list:
             kind, params, pos, quat = _parse_spec(spec)
             g = _create_geom(lib, None, kind, params)
             geoms.append(g)
-            if kind != "plane":
+            if kind not in ("plane", "ray"):
                 _place_world(lib, g, pos, quat)
         buf = (dContactGeom * maxc)()
         n = lib.dCollide(geoms[0], geoms[1], maxc | int(flags), ctypes.addressof(buf),

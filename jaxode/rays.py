@@ -1,0 +1,204 @@
+"""Ray casts against the geoms of one world (ODE's ray class, as a sensor).
+
+Rays are not geoms here: they make no contacts and exert no force; they read
+the scene (lidar, height scans, visibility). Each ray returns its nearest hit
+with ODE's ray conventions (manual, "Ray class"; ``dCollideRay*``):
+
+- ``dist``: distance from the ray origin to the hit point [m] (ODE's depth);
+- ``point``: the hit point on the geom's surface, world frame [m];
+- ``normal``: the surface normal at the hit point, facing the ray's origin
+  (the outward normal when the ray starts outside the geom; when it starts
+  inside a solid geom the ray hits the surface on its way out and the normal
+  points inwards, as ODE, so it is always oriented for reflection);
+- a plane is a half-space: a ray starting below it hits it only going up.
+
+Every geom is a convex solid, so a ray meets it in one parameter interval
+``[t_in, t_out]``; the hit is ``t_in`` when ``t_in >= 0`` and ``t_out`` when
+the origin is inside (``t_in < 0 <= t_out``), as ODE's per-class colliders.
+Fixed shapes: every (ray, geom) pair is evaluated; one world per call (vmap
+over worlds).
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import jax
+import jax.numpy as jnp
+
+from jaxode import kinematics
+from jaxode.collision import types as ct
+from jaxode.types import Model, State
+
+_TINY = 1e-30
+
+
+def _div(n, d):
+    """n / d where d != 0, else +-inf by the sign of n (a slab never left or never entered)."""
+    ok = jnp.abs(d) > _TINY
+    return jnp.where(ok, n / jnp.where(ok, d, 1.0), jnp.where(n >= 0, jnp.inf, -jnp.inf))
+
+
+def _slab(s, v, h):
+    """Interval of t with |s + t v| <= h (entry, exit); all t when v = 0 and |s| <= h."""
+    t1, t2 = _div(-h - s, v), _div(h - s, v)
+    return jnp.minimum(t1, t2), jnp.maximum(t1, t2)
+
+
+def _unit(v, fallback):
+    n2 = jnp.sum(v * v, axis=-1, keepdims=True)
+    ok = n2 > 1e-24
+    return jnp.where(ok, v / jnp.sqrt(jnp.where(ok, n2, 1.0)), fallback)
+
+
+def _sphere_interval(s, v, r):
+    """Ray s + t v (v unit) against the ball |x| <= r: (t_in, t_out), empty as (inf, -inf)."""
+    b = s @ v
+    c = s @ s - r * r
+    k = b * b - c
+    ok = k >= 0
+    sk = jnp.sqrt(jnp.where(ok, k, 0.0))
+    return jnp.where(ok, -b - sk, jnp.inf), jnp.where(ok, -b + sk, -jnp.inf)
+
+
+def _disc_interval(s, v, r):
+    """Ray against the infinite solid cylinder x^2 + y^2 <= r^2 (local frame)."""
+    a = v[0] * v[0] + v[1] * v[1]
+    b = s[0] * v[0] + s[1] * v[1]
+    c = s[0] * s[0] + s[1] * s[1] - r * r
+    par = a <= 1e-24
+    k = b * b - a * c
+    ok = k >= 0
+    sk = jnp.sqrt(jnp.where(ok, k, 0.0))
+    asafe = jnp.where(par, 1.0, a)
+    t_in = jnp.where(ok, (-b - sk) / asafe, jnp.inf)
+    t_out = jnp.where(ok, (-b + sk) / asafe, -jnp.inf)
+    # parallel to the axis: inside for all t or never
+    t_in = jnp.where(par, jnp.where(c <= 0, -jnp.inf, jnp.inf), t_in)
+    t_out = jnp.where(par, jnp.where(c <= 0, jnp.inf, -jnp.inf), t_out)
+    return t_in, t_out
+
+
+def ray_geom(origin, direction, gtype, pos, rot, size):
+    """One unit-direction ray against one geom (world frame).
+
+    Returns (t_in, t_out, n_in, n_out): the parameter interval [m] where the
+    ray is inside the solid (t_in = inf when it misses) and the outward
+    surface normals at its ends. ``gtype``/``size`` as the model's geom tables.
+    """
+    dt = origin.dtype
+    s = rot.T @ (origin - pos)  # local frame
+    v = rot.T @ direction
+    r, length = size[0], size[1]
+    h = 0.5 * length
+    ez = jnp.array([0.0, 0.0, 1.0], dt)
+
+    # sphere
+    sp_in, sp_out = _sphere_interval(s, v, r)
+    # box: three slabs
+    lo, hi = _slab(s, v, 0.5 * size)
+    b_in, b_out = jnp.max(lo), jnp.min(hi)
+    i_in, i_out = jnp.argmax(lo), jnp.argmin(hi)
+    sv = jnp.where(v >= 0, 1.0, -1.0).astype(dt)
+    b_nin = -sv * (jnp.arange(3) == i_in)
+    b_nout = sv * (jnp.arange(3) == i_out)
+    # cylinder (flat caps) and the capsule's shaft: disc x slab along z
+    d_in, d_out = _disc_interval(s, v, r)
+    z_in, z_out = _slab(s[2], v[2], h)
+    cy_in, cy_out = jnp.maximum(d_in, z_in), jnp.minimum(d_out, z_out)
+    cap_entry = z_in >= d_in
+    cap_exit = z_out <= d_out
+
+    def radial(t):
+        p = s + jnp.where(jnp.isfinite(t), t, 0.0) * v
+        return _unit(p * jnp.array([1.0, 1.0, 0.0], dt), jnp.array([1.0, 0.0, 0.0], dt))
+
+    cy_nin = jnp.where(cap_entry, -jnp.sign(v[2]) * ez, radial(cy_in))
+    cy_nout = jnp.where(cap_exit, jnp.sign(v[2]) * ez, radial(cy_out))
+    # capsule = shaft u two end balls (convex: the union of the intervals)
+    e1_in, e1_out = _sphere_interval(s - h * ez, v, r)
+    e2_in, e2_out = _sphere_interval(s + h * ez, v, r)
+    ca_in = jnp.minimum(jnp.minimum(jnp.where(cy_in <= cy_out, cy_in, jnp.inf), e1_in), e2_in)
+    ca_out = jnp.maximum(jnp.maximum(jnp.where(cy_in <= cy_out, cy_out, -jnp.inf), e1_out), e2_out)
+
+    def caps_normal(t):
+        p = s + jnp.where(jnp.isfinite(t), t, 0.0) * v
+        return _unit(p - ez * jnp.clip(p[2], -h, h), ez)
+
+    # plane: half-space z <= 0 in the plane frame (rot[:, 2] = normal, pos on the plane)
+    pl_t = _div(-s[2], v[2])
+    up = v[2] > 0
+    pl_ok = jnp.abs(v[2]) > _TINY
+    pl_in = jnp.where(pl_ok, jnp.where(up, -jnp.inf, pl_t), jnp.inf)
+    pl_out = jnp.where(pl_ok, jnp.where(up, pl_t, jnp.inf), -jnp.inf)
+
+    def sel(plane, sphere, box, capsule, cylinder):
+        return jnp.where(gtype == ct.PLANE, plane, jnp.where(
+            gtype == ct.SPHERE, sphere, jnp.where(
+                gtype == ct.BOX, box, jnp.where(gtype == ct.CAPSULE, capsule, cylinder))))
+
+    t_in = sel(pl_in, sp_in, b_in, ca_in, cy_in)
+    t_out = sel(pl_out, sp_out, b_out, ca_out, cy_out)
+    sph_n = lambda t: _unit(s + jnp.where(jnp.isfinite(t), t, 0.0) * v, ez)  # noqa: E731
+    n_in = sel(ez, sph_n(t_in), b_nin, caps_normal(t_in), cy_nin)
+    n_out = sel(ez, sph_n(t_out), b_nout, caps_normal(t_out), cy_nout)
+    known = ((gtype == ct.PLANE) | (gtype == ct.SPHERE) | (gtype == ct.BOX)
+             | (gtype == ct.CAPSULE) | (gtype == ct.CYLINDER))
+    empty = ~(t_in <= t_out) | ~known
+    t_in = jnp.where(empty, jnp.inf, t_in)
+    t_out = jnp.where(empty, -jnp.inf, t_out)
+    return t_in, t_out, rot @ n_in, rot @ n_out
+
+
+def raycast(model: Model, state: State, origins, directions, max_dist=jnp.inf,
+            exclude_body: Optional[int] = None, geom_mask=None):
+    """Nearest hit of each ray in one world (ODE's dCollide of a ray, all geoms).
+
+    origins, directions: (..., 3) world frame [m]; directions need not be unit
+    (they are normalised, as dGeomRaySet does; a zero direction misses).
+    max_dist [m]: the ray length (dGeomRaySetLength), a scalar or one per ray
+    (broadcast to the rays' batch shape); farther hits are misses.
+    exclude_body: a body index whose geoms the rays ignore (e.g. the sensor's
+    own body); geom_mask: optional (ngeom,) bool, False = ignored.
+
+    Returns ``dist`` (...,) [m] (``inf`` on a miss), ``point`` (..., 3) [m],
+    ``normal`` (..., 3) (unit, facing the ray origin; zero on a miss) and
+    ``geom`` (...,) int32 (-1 on a miss). Batch worlds with ``jax.vmap``.
+    """
+    dtype = state.pos.dtype
+    o = jnp.asarray(origins, dtype)
+    d = jnp.asarray(directions, dtype)
+    if o.shape[-1:] != (3,) or d.shape[-1:] != (3,):
+        raise ValueError(f"raycast: origins and directions must have a last axis of 3 "
+                         f"(got {o.shape} and {d.shape})")
+    shape = jnp.broadcast_shapes(o.shape, d.shape)
+    maxd = jnp.broadcast_to(jnp.asarray(max_dist, dtype), shape[:-1]).reshape(-1)
+    o = jnp.broadcast_to(o, shape).reshape(-1, 3)
+    d = jnp.broadcast_to(d, shape).reshape(-1, 3)
+    n2 = jnp.sum(d * d, axis=-1, keepdims=True)
+    dok = n2[:, 0] > 0
+    d = d / jnp.sqrt(jnp.where(n2 > 0, n2, 1.0))
+    gpos, grot = kinematics.geom_poses(model, state.pos, state.quat)
+    use = jnp.ones((model.ngeom,), bool)
+    if exclude_body is not None:
+        use = use & (model.geom_body != exclude_body)
+    if geom_mask is not None:
+        use = use & jnp.asarray(geom_mask, bool).reshape(model.ngeom)
+
+    per_geom = jax.vmap(ray_geom, in_axes=(None, None, 0, 0, 0, 0))
+    t_in, t_out, n_in, n_out = jax.vmap(per_geom, in_axes=(0, 0, None, None, None, None))(
+        o, d, model.geom_type, gpos, grot, model.geom_size.astype(dtype))  # (R, G)
+    inside = t_in < 0
+    t = jnp.where(inside, t_out, t_in)
+    nrm = jnp.where(inside[..., None], -n_out, n_in)
+    hit = (t >= 0) & (t <= maxd[:, None]) & jnp.isfinite(t) & use[None] & dok[:, None]
+    t = jnp.where(hit, t, jnp.inf)
+    g = jnp.argmin(t, axis=1)
+    dist = jnp.take_along_axis(t, g[:, None], axis=1)[:, 0]
+    any_hit = jnp.isfinite(dist)
+    normal = jnp.take_along_axis(nrm, g[:, None, None], axis=1)[:, 0]
+    point = o + jnp.where(any_hit, dist, 0.0)[:, None] * d
+    out_shape = shape[:-1]
+    return (dist.reshape(out_shape),
+            jnp.where(any_hit[:, None], point, 0.0).reshape(out_shape + (3,)),
+            jnp.where(any_hit[:, None], normal, 0.0).reshape(out_shape + (3,)),
+            jnp.where(any_hit, g, -1).astype(jnp.int32).reshape(out_shape))
