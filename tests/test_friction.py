@@ -1,0 +1,97 @@
+"""Friction models and surface features against independent truths (issue 5).
+
+Every scene is one compiled rollout shared by a module fixture; cases are
+bodies of one world or worlds of one vmapped batch.
+"""
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxode
+
+G = 9.81
+H = 0.01
+
+
+def _slide_recursion(v0: float, mu: float, h: float, n: int) -> float:
+    """Stop distance of a semi-implicit Euler slide: v <- max(v - mu g h, 0); x <- x + h v."""
+    x, v = 0.0, v0
+    for _ in range(n):
+        v = max(v - mu * G * h, 0.0)
+        x += h * v
+    return x
+
+
+# ------------------------------------------------- Gazebo's friction_pyramid scene
+ANGLES = [0.0, 10.0, 20.0, 30.0, 45.0, 60.0, 75.0, 155.0, 250.0]
+V0, MU = 2.0, 0.5
+
+
+@pytest.fixture(scope="module")
+def friction_ring():
+    """Boxes on two circles pushed outward at V0 (Gazebo's friction_pyramid world):
+    the inner ring uses the world's friction model (cone), the outer ring names
+    the pyramid model on its surfaces. One world, one compile."""
+    b = jaxode.WorldBuilder(gravity=(0.0, 0.0, -G), friction_model="cone")
+    b.add_plane(surface=jaxode.Surface(mu=MU), category_bits=1, collide_bits=2)
+    for radius, model in ((1.0, None), (3.0, "pyramid")):
+        for a in ANGLES:
+            th = math.radians(a)
+            body = b.add_body(pos=(radius * math.cos(th), radius * math.sin(th), 0.1),
+                              vel=(V0 * math.cos(th), V0 * math.sin(th), 0.0),
+                              mass=jaxode.mass.box(size=(0.2, 0.2, 0.2), total=1.0))
+            b.add_box(size=(0.2, 0.2, 0.2), body=body, category_bits=2, collide_bits=1,
+                      surface=jaxode.Surface(mu=MU, friction=model))
+    model = b.build()
+    s0 = jaxode.init(model)
+    n = 60
+    final, traj = jaxode.rollout(model, s0, n, H)
+    return dict(model=model, n=n, d=np.asarray(final.pos - s0.pos), vel=np.asarray(final.vel),
+                zmin=float(jnp.min(traj.pos[:, :, 2])), zmax=float(jnp.max(traj.pos[:, :, 2])))
+
+
+def _heading(d):
+    return math.degrees(math.atan2(d[1], d[0]))
+
+
+def _angle_diff(a, b):
+    return abs((a - b + 180.0) % 360.0 - 180.0)
+
+
+def test_cone_friction_boxes_travel_radially_and_equally_far(friction_ring):
+    r = friction_ring
+    assert r["model"].friction_cone
+    ref = _slide_recursion(V0, MU, H, r["n"])
+    for i, a in enumerate(ANGLES):
+        d = r["d"][i]
+        assert _angle_diff(_heading(d), a) < 1.0, (a, _heading(d))
+        # isotropic: the same discrete stop distance as a slide along an axis
+        assert abs(np.hypot(d[0], d[1]) - ref) / ref < 0.01, (a, np.hypot(d[0], d[1]), ref)
+        assert np.abs(r["vel"][i]).max() < 1e-3
+
+
+def test_pyramid_friction_bends_boxes_toward_an_axis(friction_ring):
+    """Pyramid: each world axis decelerates at mu g independently, so the
+    displacement is (vx|vx|, vy|vy|) / (2 mu g): heading atan2(vy|vy|, vx|vx|);
+    boxes on the axes and diagonals keep going radially (Gazebo tutorial)."""
+    r = friction_ring
+    k = len(ANGLES)
+    for i, a in enumerate(ANGLES):
+        d = r["d"][k + i]
+        vx, vy = math.cos(math.radians(a)), math.sin(math.radians(a))
+        pred = math.degrees(math.atan2(vy * abs(vy), vx * abs(vx)))
+        assert _angle_diff(_heading(d), pred) < 1.0, (a, _heading(d), pred)
+        if a % 45.0 == 0.0:
+            assert _angle_diff(_heading(d), a) < 0.1
+        else:
+            assert _angle_diff(_heading(d), a) > 2.0  # visibly bent toward an axis
+
+
+def test_friction_ring_stays_on_the_ground(friction_ring):
+    # no sinking or lift-off beyond the ERP/CFM penetration (under 1 mm)
+    assert friction_ring["zmin"] > 0.099 and friction_ring["zmax"] < 0.101
