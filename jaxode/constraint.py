@@ -243,5 +243,5 @@ def contact_rows(model: Model, params: Params, contacts: Contacts, body_pos: jax
         lo=-bound, hi=bound,
         findex=jnp.where(inter(rscale), jnp.repeat(jnp.arange(ncon), k), -1).astype(jnp.int32),
         active=vf)
-    cone_rows = jnp.repeat(cone & valid, k) & (jnp.tile(jnp.arange(k), ncon) < 2)
+    cone_rows = jnp.repeat(cone, k) & (jnp.tile(jnp.arange(k), ncon) < 2)
     return head, tail, cone_rows

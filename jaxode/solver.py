@@ -220,7 +220,8 @@ def _batched_sweeps(iterations: int, block: int = 2, cone: bool = False):
     def rule(axis_size, in_batched, *args):
         if any(in_batched[:nidx]):
             axes = [0 if b else None for b in in_batched]
-            return jax.vmap(run, in_axes=axes)(*args), (True, True, True)
+            # (vmap the plain loop: vmapping ``run`` here would re-enter this rule)
+            return jax.vmap(plain, in_axes=axes)(*args), (True, True, True)
         idx, rows = args[:nidx], args[nidx:]
         rows = [_to_world_minor(r, b, axis_size) for r, b in zip(rows, in_batched[nidx:])]
         out = _sweeps(iterations, block, cone, *idx, *rows)

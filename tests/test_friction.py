@@ -95,3 +95,66 @@ def test_pyramid_friction_bends_boxes_toward_an_axis(friction_ring):
 def test_friction_ring_stays_on_the_ground(friction_ring):
     # no sinking or lift-off beyond the ERP/CFM penetration (under 1 mm)
     assert friction_ring["zmin"] > 0.099 and friction_ring["zmax"] < 0.101
+
+
+# --------------------------------------------------------------- kp / kd contacts
+KP_CASES = [(1.0e4, 0.01), (4.0e4, 0.01), (1.0e4, 0.005)]  # (kp [N/m], step [s])
+
+
+@pytest.fixture(scope="module")
+def kp_rest():
+    """A 1 kg sphere and a 1 kg box resting on a kp/kd plane; a batch of worlds
+    over (kp, dt): kp is a Params field, dt a traced step argument (one compile)."""
+    b = jaxode.WorldBuilder(gravity=(0.0, 0.0, -G))
+    plane = b.add_plane(surface=jaxode.Surface(kp=1.0e4, kd=150.0))
+    ball = b.add_body(pos=(0.0, 0.0, 0.1), mass=jaxode.mass.sphere(radius=0.1, total=1.0))
+    b.add_sphere(radius=0.1, body=ball)
+    box = b.add_body(pos=(1.0, 0.0, 0.1), mass=jaxode.mass.box(size=(0.2, 0.2, 0.2), total=1.0))
+    b.add_box(size=(0.2, 0.2, 0.2), body=box)
+    model = b.build()
+    n = len(KP_CASES)
+    params = jaxode.batch(model.params, n)
+    kp = jnp.asarray([c[0] for c in KP_CASES], params.kp.dtype)
+    params = params.replace(kp=params.kp.at[:, plane].set(kp),
+                            kd=params.kd.at[:, plane].set(2.0 * jnp.sqrt(kp)))  # ~critical
+    dts = jnp.asarray([c[1] for c in KP_CASES], params.mu.dtype)
+    steps = 300  # 1.5 s or more of simulated time
+    states = jaxode.batch(jaxode.init(model), n)
+
+    def run(s, p, dt):
+        def body(st, _):
+            return jaxode.step(model, st, dt, params=p), None
+        return jax.lax.scan(body, s, None, length=steps)[0]
+
+    finals = jax.jit(jax.vmap(run))(states, params, dts)
+    times = np.asarray(finals.time)
+    return dict(z=np.asarray(finals.pos[:, :, 2]), times=times)
+
+
+@pytest.mark.parametrize("case", range(len(KP_CASES)))
+def test_kp_contact_sinks_weight_over_stiffness_per_contact(kp_rest, case):
+    """ODE's soft contact with ERP/CFM from kp/kd is a spring of stiffness kp per
+    contact: a sphere (one contact) sinks m g / kp, a box on four contacts m g / (4 kp)."""
+    kp, _ = KP_CASES[case]
+    sphere_depth = 0.1 - kp_rest["z"][case, 0]
+    box_depth = 0.1 - kp_rest["z"][case, 1]
+    assert abs(sphere_depth - G / kp) / (G / kp) < 0.05, (sphere_depth, G / kp)
+    assert abs(box_depth - G / (4 * kp)) / (G / (4 * kp)) < 0.05, (box_depth, G / (4 * kp))
+
+
+def test_vmapped_batch_with_contact_compaction_steps():
+    """Regression: with fewer contact slots than pairs the solver's row bodies
+    differ between worlds and its batching rule falls back to plain vmap (it
+    used to recurse forever). The sphere whose contact does not fit falls freely."""
+    b = jaxode.WorldBuilder(gravity=(0.0, 0.0, -G))
+    b.add_plane()
+    for i in range(3):
+        body = b.add_body(pos=(float(i), 0.0, 0.1))
+        b.add_sphere(radius=0.1, body=body)
+    model = b.build(contact_capacity=2)
+    states = jaxode.batch(jaxode.init(model), 2)
+    out = jax.vmap(lambda s: jaxode.step(model, s, H))(states)
+    z = np.asarray(out.pos[:, :, 2])
+    np.testing.assert_allclose(z[:, 2], 0.1 - G * H * H, rtol=1e-5)  # semi-implicit Euler
+    assert np.all(np.abs(z[:, :2] - 0.1) < 1e-4)
+    assert np.all(np.asarray(out.overflow_contacts) == 1)
