@@ -158,3 +158,71 @@ def test_vmapped_batch_with_contact_compaction_steps():
     np.testing.assert_allclose(z[:, 2], 0.1 - G * H * H, rtol=1e-5)  # semi-implicit Euler
     assert np.all(np.abs(z[:, :2] - 0.1) < 1e-4)
     assert np.all(np.asarray(out.overflow_contacts) == 1)
+
+
+# ------------------------------------------------ conveyor (motion1) and FDS slip
+BELT = [0.5, -0.3, 0.2]  # belt speed along world x [m/s], one world each
+PUSH = [1.0, 2.0, 4.0]  # force on the slipping box [N]
+SLIP, MU_BELT = 0.01, 0.4
+
+
+@pytest.fixture(scope="module")
+def conveyor_slip():
+    """Box A rests on a belt (plane with fdir1 = x and motion1 = belt speed);
+    box B on a separate plane with slip1 = slip2 = SLIP is pushed along x by a
+    constant force. Category bits keep each box on its own plane. A batch of
+    worlds over (belt speed, force); one compile."""
+    b = jaxode.WorldBuilder(gravity=(0.0, 0.0, -G))
+    belt = b.add_plane(surface=jaxode.Surface(mu=MU_BELT, fdir1=(1.0, 0.0, 0.0), motion1=0.5),
+                       category_bits=1, collide_bits=4)
+    b.add_plane(surface=jaxode.Surface(mu=5.0, slip1=SLIP), category_bits=2, collide_bits=8)
+    box_mass = jaxode.mass.box(size=(0.2, 0.2, 0.2), total=1.0)
+    a = b.add_body(pos=(0.0, 0.0, 0.1), mass=box_mass)
+    b.add_box(size=(0.2, 0.2, 0.2), body=a, category_bits=4, collide_bits=1,
+              surface=jaxode.Surface(mu=MU_BELT))
+    bb = b.add_body(pos=(0.0, 2.0, 0.1), mass=box_mass)
+    b.add_box(size=(0.2, 0.2, 0.2), body=bb, category_bits=8, collide_bits=2,
+              surface=jaxode.Surface(mu=5.0))
+    model = b.build()
+    n = len(BELT)
+    params = jaxode.batch(model.params, n)
+    params = params.replace(motion1=params.motion1.at[:, belt].set(
+        jnp.asarray(BELT, params.mu.dtype)))
+    push = jnp.asarray(PUSH, params.mu.dtype)
+    states = jaxode.batch(jaxode.init(model), n)
+    steps = 40
+
+    def run(s, p, f):
+        def body(st, _):
+            st = jaxode.add_force(st, 1, jnp.stack([f, 0.0 * f, 0.0 * f]))
+            st = jaxode.step(model, st, H, params=p)
+            return st, st.vel
+        return jax.lax.scan(body, s, None, length=steps)
+
+    finals, vel = jax.jit(jax.vmap(run))(states, params, push)
+    return dict(vel=np.asarray(vel), z=np.asarray(finals.pos[:, :, 2]))
+
+
+@pytest.mark.parametrize("world", range(len(BELT)))
+def test_box_on_conveyor_reaches_belt_speed(conveyor_slip, world):
+    """Friction accelerates the box at mu g (semi-implicit Euler: v_k = min(k mu g h,
+    v_belt)) until it moves with the belt."""
+    vb = BELT[world]
+    v = conveyor_slip["vel"][world, :, 0, 0]
+    assert abs(v[-1] - vb) < 1e-3, (v[-1], vb)
+    ref = np.sign(vb) * np.minimum(np.arange(1, v.size + 1) * MU_BELT * G * H, abs(vb))
+    np.testing.assert_allclose(v, ref, atol=0.01 * abs(vb) + 1e-3)
+    assert np.all(np.abs(conveyor_slip["vel"][world, -10:, 0, 1:]) < 1e-3)
+
+
+def test_force_dependent_slip_steady_speed_is_slip_times_force(conveyor_slip):
+    """FDS (ODE's dContactSlip): the friction rows' CFM = slip, so at steady state
+    J v = slip * lambda per contact; four contacts share the push F equally:
+    v = slip * F / 4, proportional to F."""
+    # median over the last 0.2 s: a step where the 4-point manifold flickers
+    # (float32 depths at rest) leaves an isolated spike under 20 PGS iterations
+    v = np.median(conveyor_slip["vel"][:, -20:, 1, 0], axis=1)
+    ref = SLIP * np.asarray(PUSH) / 4.0
+    np.testing.assert_allclose(v, ref, rtol=0.03)
+    # not rotating or tipping while it slips
+    assert np.all(np.abs(conveyor_slip["vel"][:, -1, 1, 1:]) < 1e-4)
