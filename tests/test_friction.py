@@ -226,3 +226,60 @@ def test_force_dependent_slip_steady_speed_is_slip_times_force(conveyor_slip):
     np.testing.assert_allclose(v, ref, rtol=0.03)
     # not rotating or tipping while it slips
     assert np.all(np.abs(conveyor_slip["vel"][:, -1, 1, 1:]) < 1e-4)
+
+
+# ------------------------------------- static friction and restitution threshold
+ALPHA = math.radians(25.0)  # tan = 0.466: between mu = 0.3 and static_mu = 0.6
+MU_DYN, MU_STATIC = 0.3, 0.6
+THRESH, E_BOUNCE = 1.0, 0.5
+V_IMPACT = [0.8, 1.5]  # below and above the restitution threshold [m/s]
+
+
+@pytest.fixture(scope="module")
+def static_bounce():
+    """World k: a box at rest on a 25 degree incline (static friction on in world
+    0, off in world 1) and a sphere hitting a flat floor at V_IMPACT[k] with
+    restitution 0.5 and restitution_threshold 1 m/s. One compile."""
+    b = jaxode.WorldBuilder(gravity=(0.0, 0.0, -G))
+    n = np.array([-math.sin(ALPHA), 0.0, math.cos(ALPHA)])
+    b.add_plane(normal=n, surface=jaxode.Surface(mu=MU_DYN), category_bits=1, collide_bits=4)
+    b.add_plane(surface=jaxode.Surface(mu=0.0, bounce=E_BOUNCE, restitution_threshold=THRESH),
+                category_bits=2, collide_bits=8)
+    q = (math.cos(-ALPHA / 2), 0.0, math.sin(-ALPHA / 2), 0.0)  # box tilted with the incline
+    box = b.add_body(pos=tuple(0.1 * n), quat=q,
+                     mass=jaxode.mass.box(size=(0.2, 0.2, 0.2), total=1.0))
+    gbox = b.add_box(size=(0.2, 0.2, 0.2), body=box, category_bits=4, collide_bits=1,
+                     surface=jaxode.Surface(mu=MU_DYN, static_mu=MU_STATIC, static_speed=0.01))
+    ball = b.add_body(pos=(5.0, 0.0, 0.1), mass=jaxode.mass.sphere(radius=0.1, total=1.0))
+    b.add_sphere(radius=0.1, body=ball, category_bits=8, collide_bits=2,
+                 surface=jaxode.Surface(mu=0.0, bounce=E_BOUNCE, restitution_threshold=THRESH))
+    model = b.build()
+    params = jaxode.batch(model.params, 2)
+    params = params.replace(static_mu=params.static_mu.at[1, gbox].set(-1.0))  # world 1: off
+    states = jaxode.batch(jaxode.init(model), 2)
+    states = states.replace(vel=states.vel.at[:, 1, 2].set(-jnp.asarray(V_IMPACT, states.vel.dtype)))
+    steps = 100
+    finals, traj = jax.jit(jax.vmap(lambda s, p: jaxode.rollout(model, s, steps, H, params=p)))(
+        states, params)
+    return dict(steps=steps, n=n, d=np.asarray(finals.pos[:, 0] - states.pos[:, 0]),
+                vel=np.asarray(traj.vel))
+
+
+def test_static_friction_holds_box_that_dynamic_friction_lets_slide(static_bounce):
+    r = static_bounce
+    down = np.array([-math.cos(ALPHA), 0.0, -math.sin(ALPHA)])  # down the slope
+    t = r["steps"] * H
+    # world 0: tan(alpha) < static_mu: held (only the contact's ERP/CFM creep)
+    assert np.linalg.norm(r["d"][0]) < 1e-3, r["d"][0]
+    # world 1: dynamic friction only: slides with a = g (sin - mu cos) (semi-implicit Euler)
+    a = G * (math.sin(ALPHA) - MU_DYN * math.cos(ALPHA))
+    ref = a * H * H * r["steps"] * (r["steps"] + 1) / 2
+    s = float(np.dot(r["d"][1], down))
+    assert abs(s - ref) / ref < 0.03, (s, ref, t)
+
+
+def test_restitution_threshold_stops_bouncing_below_threshold_speed(static_bounce):
+    vz = static_bounce["vel"][:, 0, 1, 2]  # sphere's vertical velocity after the impact step
+    assert abs(vz[0]) < 0.05, vz  # 0.8 m/s < 1 m/s: no bounce
+    # above: full restitution (ODE), less the CFM's give cfm/h * lambda ~ 2.3e-3 m/s
+    assert abs(vz[1] - E_BOUNCE * V_IMPACT[1]) < 4e-3, vz
