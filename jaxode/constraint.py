@@ -120,17 +120,17 @@ def contact_rows(model: Model, params: Params, contacts: Contacts, body_pos: jax
     r1 = contacts.pos - body_pos[b1]
     r2 = contacts.pos - body_pos[b2]
     depth = jnp.maximum(contacts.depth - min_depth, 0.0)
-    c = erp * depth / h
-    if p.motionN is not None:
-        # Both surfaces moving outward push the bodies apart.
-        c = c + p.motionN[g1] + p.motionN[g2]
-    c = jnp.minimum(c, max_vel)
+    # Both surfaces moving outward push the bodies apart (ODE: pushout + motionN,
+    # capped by max_vel; the bounce is measured relative to motionN).
+    motion_n = 0.0 if p.motionN is None else p.motionN[g1] + p.motionN[g2]
+    c = jnp.minimum(erp * depth / h + motion_n, max_vel)
     jn1 = jnp.concatenate([n, jnp.cross(r1, n)], axis=-1)
     jn2 = jnp.concatenate([-n, jnp.cross(n, r2)], axis=-1)
     outgoing = (jnp.sum(jn1[:, :3] * body_vel[b1], -1) + jnp.sum(jn1[:, 3:] * body_angvel[b1], -1)
                 + jnp.sum(jn2[:, :3] * body_vel[b2], -1) + jnp.sum(jn2[:, 3:] * body_angvel[b2], -1))
-    bounce_c = bounce * (-outgoing)
-    c = jnp.where((-outgoing > bounce_vel) & (bounce_c > c), bounce_c, c)
+    incoming = motion_n - outgoing
+    bounce_c = bounce * incoming + motion_n
+    c = jnp.where((incoming > bounce_vel) & (bounce_c > c), bounce_c, c)
 
     # Friction directions: fdir1 of geom 1 (else geom 2) in the world, projected on
     # the contact plane; else dPlaneSpace(n).
@@ -207,15 +207,17 @@ def contact_rows(model: Model, params: Params, contacts: Contacts, body_pos: jax
     ract = [valid, valid]
     if model.angular_friction:
         # Rolling (about t1, t2) and spinning (about n) friction: angular rows
-        # bounded by rolling * r_e * lambda_n and spinning * lambda_n, r_e the
-        # distance of the contact from the dynamic bodies' centres (mean of two).
+        # bounded by rolling * r_e * lambda_n and spinning * lambda_n (ODE 0.16's
+        # dContactRolling rows with rho = rolling * r_e, rhoN = spinning); r_e the
+        # rolling radius: the dynamic body's centre's distance from the contact
+        # plane (mean of the two when both are dynamic).
         zero = jnp.zeros((ncon,), dtype)
         roll = _combine_soft(_opt(p.rolling, p.mu)[g1], _opt(p.rolling, p.mu)[g2], zero, True)
         spin = _combine_soft(_opt(p.spinning, p.mu)[g1], _opt(p.spinning, p.mu)[g2], zero, True)
         dyn1 = b1 < model.nbody
         dyn2 = b2 < model.nbody
-        n1 = jnp.sqrt(jnp.sum(r1 * r1, -1) + 1e-30)
-        n2 = jnp.sqrt(jnp.sum(r2 * r2, -1) + 1e-30)
+        n1 = jnp.abs(jnp.sum(r1 * n, -1))
+        n2 = jnp.abs(jnp.sum(r2 * n, -1))
         ndyn = dyn1.astype(dtype) + dyn2.astype(dtype)
         r_e = (jnp.where(dyn1, n1, 0.0) + jnp.where(dyn2, n2, 0.0)) / jnp.maximum(ndyn, 1.0)
         for t, bnd in ((t1, roll * r_e), (t2, roll * r_e), (n, spin)):

@@ -96,7 +96,8 @@ class Surface:
         to mu at static_speed, using the speed at the start of the step.
     rolling >= 0 (dimensionless, RaiSim's mu_r): rolling friction, angular
         rows about the friction directions bounded by rolling * r_e * normal
-        force, r_e the contact's distance from the body centre.
+        force, r_e the rolling radius (the body centre's distance from the
+        contact plane; the mean of the two bodies when both move).
         spinning >= 0 [m] (RaiSim's mu_spin): the spin row about the normal
         bounded by spinning * normal force. torsional >= 0 and patch_radius
         [m] >= 0 (Gazebo ``<torsional>``): spinning = torsional * patch_radius.

@@ -283,3 +283,76 @@ def test_restitution_threshold_stops_bouncing_below_threshold_speed(static_bounc
     assert abs(vz[0]) < 0.05, vz  # 0.8 m/s < 1 m/s: no bounce
     # above: full restitution (ODE), less the CFM's give cfm/h * lambda ~ 2.3e-3 m/s
     assert abs(vz[1] - E_BOUNCE * V_IMPACT[1]) < 4e-3, vz
+
+
+# --------------------------------------------------- rolling and spinning friction
+R_BALL, L_CAP, V_ROLL, W_SPIN = 0.1, 0.4, 0.5, 10.0
+MU_R, MU_SPIN = 0.1, 0.01
+
+
+@pytest.fixture(scope="module")
+def rolling():
+    """A sphere and a capsule (lying along y) rolling along x at V_ROLL, and a
+    sphere spinning about z at W_SPIN on a frictionless contact. World 0 has
+    rolling friction MU_R and spinning friction MU_SPIN [m], world 1 none
+    (the same compiled model: the rows exist but are bounded by zero)."""
+    b = jaxode.WorldBuilder(gravity=(0.0, 0.0, -G))
+    b.add_plane(surface=jaxode.Surface(mu=1.0), category_bits=1, collide_bits=2)
+    ball_m = jaxode.mass.sphere(radius=R_BALL, total=1.0)
+    ball = b.add_body(pos=(0.0, 0.0, R_BALL), vel=(V_ROLL, 0.0, 0.0),
+                      angvel=(0.0, V_ROLL / R_BALL, 0.0), mass=ball_m)
+    b.add_sphere(R_BALL, body=ball, category_bits=2, collide_bits=1,
+                 surface=jaxode.Surface(mu=1.0, rolling=MU_R))
+    cap_m = jaxode.mass.capsule(radius=R_BALL, length=L_CAP, total=1.0)
+    q = (math.cos(math.pi / 4), math.sin(math.pi / 4), 0.0, 0.0)  # long axis along y
+    cap = b.add_body(pos=(0.0, 2.0, R_BALL), quat=q, vel=(V_ROLL, 0.0, 0.0),
+                     angvel=(0.0, V_ROLL / R_BALL, 0.0), mass=cap_m)
+    b.add_capsule(R_BALL, L_CAP, body=cap, category_bits=2, collide_bits=1,
+                  surface=jaxode.Surface(mu=1.0, rolling=MU_R))
+    spin = b.add_body(pos=(0.0, 4.0, R_BALL), angvel=(0.0, 0.0, W_SPIN), mass=ball_m)
+    b.add_sphere(R_BALL, body=spin, category_bits=2, collide_bits=1,
+                 surface=jaxode.Surface(mu=0.0, spinning=MU_SPIN))
+    model = b.build()
+    assert model.angular_friction
+    params = jaxode.batch(model.params, 2)
+    params = params.replace(rolling=params.rolling.at[1].set(-1.0),
+                            spinning=params.spinning.at[1].set(-1.0))
+    steps = 100
+    _, traj = jax.jit(jax.vmap(lambda p: jaxode.rollout(model, jaxode.init(model), steps, H,
+                                                        params=p)))(params)
+    return dict(vel=np.asarray(traj.vel), angvel=np.asarray(traj.angvel),
+                z=np.asarray(traj.pos[..., 2]), steps=steps,
+                i_cap=float(np.asarray(cap_m.inertia)[2, 2]), i_ball=float(np.asarray(ball_m.inertia)[0, 0]))
+
+
+def test_rolling_friction_stops_sphere_and_capsule_at_the_analytic_rate(rolling):
+    """Rolling resistance torque MU_R r m g on a body rolling without slip:
+    a = MU_R g / (1 + I / (m r^2)) (I about the rolling axis)."""
+    t = 0.3  # s, before either stops
+    k = int(round(t / H)) - 1
+    for body, inertia in ((0, rolling["i_ball"]), (1, rolling["i_cap"])):
+        a = MU_R * G / (1.0 + inertia / (1.0 * R_BALL ** 2))
+        v = rolling["vel"][0, k, body, 0]
+        assert abs((V_ROLL - v) - a * t) / (a * t) < 0.03, (body, V_ROLL - v, a * t)
+        t_stop = V_ROLL / a
+        assert t_stop < rolling["steps"] * H
+        assert abs(rolling["vel"][0, -1, body, 0]) < 1e-3  # stopped and stays stopped
+        assert np.abs(rolling["angvel"][0, -1, body]).max() < 1e-2
+        # without rolling friction it keeps rolling
+        assert rolling["vel"][1, -1, body, 0] > 0.99 * V_ROLL
+
+
+def test_spinning_friction_alone_stops_a_spinning_sphere(rolling):
+    """Spin torque bound MU_SPIN m g: alpha = MU_SPIN m g / I (Coulomb mu = 0)."""
+    alpha = MU_SPIN * G / rolling["i_ball"]
+    k = 19  # after 0.2 s
+    w = rolling["angvel"][0, k, 2, 2]
+    assert abs((W_SPIN - w) - alpha * 0.2) / (alpha * 0.2) < 0.03, (W_SPIN - w, alpha * 0.2)
+    assert abs(rolling["angvel"][0, -1, 2, 2]) < 1e-3
+    assert abs(rolling["angvel"][1, -1, 2, 2] - W_SPIN) < 1e-3 * W_SPIN  # off: keeps spinning
+    assert np.abs(rolling["vel"][:, :, 2, :2]).max() < 1e-4  # no sliding
+
+
+def test_angular_friction_neither_sinks_nor_lifts(rolling):
+    z = rolling["z"]
+    assert np.all(np.abs(z[:, :, :] - R_BALL) < 1e-3), (z.min(), z.max())
