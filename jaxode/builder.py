@@ -706,13 +706,19 @@ class WorldBuilder:
             mu2=f(np.array([unset(s.mu2) for s in surf], dtype=np.float64).reshape(ngeom)),
             fdir1=f(fdir1),
             bounce=f(np.array([s.bounce for s in surf], dtype=np.float64).reshape(ngeom)),
-            bounce_vel=f(np.array([s.bounce_vel for s in surf], dtype=np.float64).reshape(ngeom)),
+            bounce_vel=f(np.array([s.bounce_vel_value for s in surf], dtype=np.float64).reshape(ngeom)),
             soft_erp=f(np.array([unset(s.soft_erp) for s in surf], dtype=np.float64).reshape(ngeom)),
             soft_cfm=f(np.array([unset(s.soft_cfm) for s in surf], dtype=np.float64).reshape(ngeom)),
             max_vel=f(np.array([s.max_vel for s in surf], dtype=np.float64).reshape(ngeom)),
             min_depth=f(np.array([s.min_depth for s in surf], dtype=np.float64).reshape(ngeom)),
             slip1=f(np.array([unset(s.slip1) for s in surf], dtype=np.float64).reshape(ngeom)),
             slip2=f(np.array([unset(s.slip2) for s in surf], dtype=np.float64).reshape(ngeom)),
+            **{key: f(np.array([unset(getattr(s, key)) for s in surf],
+                               dtype=np.float64).reshape(ngeom))
+               for key in ("kp", "kd", "motion1", "motion2", "motionN", "static_mu",
+                           "static_speed", "rolling")},
+            spinning=f(np.array([unset(s.spinning_value) for s in surf],
+                                dtype=np.float64).reshape(ngeom)),
             **{f"joint_{key}": f(np.array([[ax[key] for ax in j["axes"]] for j in self.joints],
                                           dtype=np.float64).reshape(len(self.joints), 3))
                for key in self._AXIS_DEFAULTS},
@@ -733,7 +739,11 @@ class WorldBuilder:
             geom_size=f(np.array([gg["size"] for gg in g]).reshape(ngeom, 3)),
             pair_groups=tuple(pair_groups), joint_groups=joint_groups, params=params,
             njoint=len(self.joints), joint_index=joint_index,
-            contact_capacity=int(contact_capacity), iterations=self.iterations, solver="pgs")
+            contact_capacity=int(contact_capacity), iterations=self.iterations, solver="pgs",
+            friction_cone=any(int(grp.friction.max()) == FRICTION_MODELS["cone"]
+                              for grp in pair_groups if grp.geom1.shape[0]),
+            angular_friction=any((s.rolling or 0.0) > 0 or (s.spinning_value or 0.0) > 0
+                                 for s in surf))
         model_init = dict(
             pos=np.stack([bb["pos"] for bb in b]), quat=np.stack([bb["quat"] for bb in b]),
             vel=np.stack([bb["vel"] for bb in b]), angvel=np.stack([bb["angvel"] for bb in b]))

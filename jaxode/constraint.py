@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxode import math as jm
-from jaxode.types import FRICTION_PYRAMID, Contacts, Model, Params
+from jaxode.types import FRICTION_BOX, FRICTION_CONE, Contacts, Model, Params
 
 
 class Rows(NamedTuple):
@@ -51,14 +51,25 @@ def _combine_soft(a: jax.Array, b: jax.Array, world: jax.Array, use_min: bool) -
     return jnp.where(set_a & set_b, both, jnp.where(set_a | set_b, one, world))
 
 
+def _opt(x, shape_like):
+    """A Params field that may be missing (None) on hand-built Params: unset (-1)."""
+    return jnp.full(shape_like.shape, -1.0, shape_like.dtype) if x is None else x
+
+
 def contact_rows(model: Model, params: Params, contacts: Contacts, body_pos: jax.Array,
                  body_vel: jax.Array, body_angvel: jax.Array, grot: jax.Array,
-                 h: jax.Array) -> tuple[Rows, Rows]:
-    """Rows of all contact slots for one world: (head, tail).
+                 h: jax.Array) -> tuple[Rows, Rows, jax.Array]:
+    """Rows of all contact slots for one world: (head, tail, cone_rows).
 
-    head: one normal row per slot (findex -1); tail: two friction rows per
-    slot, contact-major, whose ``findex`` is the slot's normal row in head for
-    the pyramid model and -1 (constant bounds) for the box model.
+    head: one normal row per slot (findex -1); tail: ``K`` rows per slot,
+    contact-major: the two friction rows (t1, t2), then, when the model has
+    angular friction (``model.angular_friction``, K = 5), rolling about t1 and
+    t2 and spinning about the normal; K = 2 otherwise. A tail row's
+    ``findex`` is the slot's normal row for the pyramid and cone models
+    (bound = hi * normal force) and -1 (constant bounds) for the box model;
+    angular rows always scale with the normal force. cone_rows (tail rows,)
+    marks the friction rows of cone-model contacts (projected jointly by the
+    solver).
 
     body_pos/vel/angvel are padded with the static world (index nbody); grot
     (ngeom, 3, 3) geom rotations for fdir1; h the step [s].
@@ -79,6 +90,21 @@ def contact_rows(model: Model, params: Params, contacts: Contacts, body_pos: jax
     bounce_vel = jnp.minimum(p.bounce_vel[g1], p.bounce_vel[g2])
     erp = _combine_soft(p.soft_erp[g1], p.soft_erp[g2], p.erp, use_min=True)
     cfm = _combine_soft(p.soft_cfm[g1], p.soft_cfm[g2], p.cfm, use_min=False)
+    if p.kp is not None:
+        # kp/kd where set (springs in series, dampers in parallel): the step's ERP/CFM.
+        kp1, kp2 = p.kp[g1], p.kp[g2]
+        set1, set2 = kp1 >= 0, kp2 >= 0
+        has_kp = set1 | set2
+        s1 = jnp.where(set1, kp1, 1.0)
+        s2 = jnp.where(set2, kp2, 1.0)
+        kp = jnp.where(set1 & set2, s1 * s2 / jnp.where(s1 + s2 > 0, s1 + s2, 1.0),
+                       jnp.where(set1, s1, s2))
+        kd_geom = jnp.maximum(_opt(p.kd, p.kp), 0.0)
+        kd = kd_geom[g1] + kd_geom[g2]
+        hk = h * kp + kd
+        hk_safe = jnp.where(has_kp & (hk > 0), hk, 1.0)
+        erp = jnp.where(has_kp, h * kp / hk_safe, erp)
+        cfm = jnp.where(has_kp, 1.0 / hk_safe, cfm)
     max_vel = jnp.minimum(jnp.minimum(p.max_vel[g1], p.max_vel[g2]), p.contact_max_correcting_vel)
     min_depth = jnp.minimum(jnp.minimum(p.min_depth[g1], p.min_depth[g2]), p.contact_surface_layer)
     # Friction-row CFM: force-dependent slip where set (ODE dContactSlip1/2), else the world's.
@@ -90,17 +116,21 @@ def contact_rows(model: Model, params: Params, contacts: Contacts, body_pos: jax
         slip2 = _combine_soft(slip2_geom[g1], slip2_geom[g2], p.cfm, use_min=True)
         fcfm = jnp.stack([slip1, slip2], axis=1).reshape(-1)
 
-    # Normal row: c = min(fps * erp * max(depth - min_depth, 0), max_vel), then bounce.
+    # Normal row: c = min(fps * erp * max(depth - min_depth, 0) + motionN, max_vel), then bounce.
     r1 = contacts.pos - body_pos[b1]
     r2 = contacts.pos - body_pos[b2]
     depth = jnp.maximum(contacts.depth - min_depth, 0.0)
-    c = jnp.minimum(erp * depth / h, max_vel)
+    # Both surfaces moving outward push the bodies apart (ODE: pushout + motionN,
+    # capped by max_vel; the bounce is measured relative to motionN).
+    motion_n = 0.0 if p.motionN is None else p.motionN[g1] + p.motionN[g2]
+    c = jnp.minimum(erp * depth / h + motion_n, max_vel)
     jn1 = jnp.concatenate([n, jnp.cross(r1, n)], axis=-1)
     jn2 = jnp.concatenate([-n, jnp.cross(n, r2)], axis=-1)
     outgoing = (jnp.sum(jn1[:, :3] * body_vel[b1], -1) + jnp.sum(jn1[:, 3:] * body_angvel[b1], -1)
                 + jnp.sum(jn2[:, :3] * body_vel[b2], -1) + jnp.sum(jn2[:, 3:] * body_angvel[b2], -1))
-    bounce_c = bounce * (-outgoing)
-    c = jnp.where((-outgoing > bounce_vel) & (bounce_c > c), bounce_c, c)
+    incoming = motion_n - outgoing
+    bounce_c = bounce * incoming + motion_n
+    c = jnp.where((incoming > bounce_vel) & (bounce_c > c), bounce_c, c)
 
     # Friction directions: fdir1 of geom 1 (else geom 2) in the world, projected on
     # the contact plane; else dPlaneSpace(n).
@@ -116,9 +146,33 @@ def contact_rows(model: Model, params: Params, contacts: Contacts, body_pos: jax
     t1 = jnp.where(use_fd, fd, ps1)
     t2 = jnp.cross(n, t1)
 
+    # Static friction (RaiSim's material pair): below static_speed the
+    # coefficient blends linearly from static_mu (at rest) to mu (at static_speed).
+    if p.static_mu is not None:
+        smu_geom = jnp.where(p.static_mu < 0, p.mu, p.static_mu)
+        smu = _combine_soft(jnp.where(p.static_mu[g1] < 0, -1.0, smu_geom[g1]),
+                            jnp.where(p.static_mu[g2] < 0, -1.0, smu_geom[g2]), 0.0, use_min=True)
+        has_s = (p.static_mu[g1] >= 0) | (p.static_mu[g2] >= 0)
+        vs = _combine_soft(_opt(p.static_speed, p.static_mu)[g1],
+                           _opt(p.static_speed, p.static_mu)[g2], 0.0, use_min=True)
+        vrel = (body_vel[b1] + jnp.cross(body_angvel[b1], r1)
+                - body_vel[b2] - jnp.cross(body_angvel[b2], r2))
+        vt = vrel - jnp.sum(vrel * n, -1, keepdims=True) * n
+        vt2 = jnp.sum(vt * vt, -1)
+        speed = jnp.where(vt2 > 0, jnp.sqrt(jnp.where(vt2 > 0, vt2, 1.0)), 0.0)
+        wgt = jnp.where(has_s & (vs > 0),
+                        jnp.clip(1.0 - speed / jnp.where(vs > 0, vs, 1.0), 0.0, 1.0), 0.0)
+        dmu = jnp.where(wgt > 0, wgt * (smu - mu), 0.0)
+        mu = jnp.where(wgt > 0, mu + dmu, mu)
+        mu2 = jnp.where(wgt > 0, mu2 + dmu, mu2)
+
     def frow(t):
         return (jnp.concatenate([t, jnp.cross(r1, t)], axis=-1),
                 jnp.concatenate([-t, jnp.cross(t, r2)], axis=-1))
+
+    def arow(t):
+        z = jnp.zeros_like(t)
+        return jnp.concatenate([z, t], axis=-1), jnp.concatenate([z, -t], axis=-1)
 
     jt1a, jt1b = frow(t1)
     jt2a, jt2b = frow(t2)
@@ -129,7 +183,8 @@ def contact_rows(model: Model, params: Params, contacts: Contacts, body_pos: jax
     # dContactMu2 (what Gazebo always sets): mu = 0, mu2 > 0 keeps the second row.
     # With mu2 unset it equals mu, so mu = 0 still means no friction at all.
     mu2 = jnp.maximum(mu2, 0.0)
-    pyramid = contacts.friction == FRICTION_PYRAMID
+    scaled = contacts.friction != FRICTION_BOX
+    cone = contacts.friction == FRICTION_CONE
     vcol = valid[:, None]
     head = Rows(
         body1=b1, body2=b2,
@@ -137,16 +192,58 @@ def contact_rows(model: Model, params: Params, contacts: Contacts, body_pos: jax
         c=jnp.where(valid, c, 0.0), cfm=cfm.astype(dtype),
         lo=jnp.zeros((ncon,), dtype), hi=jnp.where(valid, inf, 0.0),
         findex=jnp.full((ncon,), -1, jnp.int32), active=valid)
-    # Friction rows, contact-major: (t1 of contact 0, t2 of contact 0, t1 of contact 1, ...)
-    fj1 = jnp.stack([jt1a, jt2a], axis=1).reshape(2 * ncon, 6)
-    fj2 = jnp.stack([jt1b, jt2b], axis=1).reshape(2 * ncon, 6)
-    vf = jnp.repeat(valid, 2)
-    bound = jnp.where(vf, jnp.stack([mu, mu2], axis=1).reshape(2 * ncon), 0.0)
+    # Friction rows' target: the surfaces' relative velocity (ODE's motion1/2).
+    fc1 = jnp.zeros((ncon,), dtype)
+    fc2 = jnp.zeros((ncon,), dtype)
+    if p.motion1 is not None:
+        fc1 = p.motion1[g2] - p.motion1[g1]
+        fc2 = p.motion2[g2] - p.motion2[g1]
+    ja = [jt1a, jt2a]
+    jb = [jt1b, jt2b]
+    bounds = [mu, mu2]
+    tc = [fc1, fc2]
+    tcfm = [fcfm.reshape(ncon, 2)[:, 0], fcfm.reshape(ncon, 2)[:, 1]]
+    rscale = [scaled, scaled]
+    ract = [valid, valid]
+    if model.angular_friction:
+        # Rolling (about t1, t2) and spinning (about n) friction: angular rows
+        # bounded by rolling * r_e * lambda_n and spinning * lambda_n (ODE 0.16's
+        # dContactRolling rows with rho = rolling * r_e, rhoN = spinning); r_e the
+        # rolling radius: the dynamic body's centre's distance from the contact
+        # plane (mean of the two when both are dynamic).
+        zero = jnp.zeros((ncon,), dtype)
+        roll = _combine_soft(_opt(p.rolling, p.mu)[g1], _opt(p.rolling, p.mu)[g2], zero, True)
+        spin = _combine_soft(_opt(p.spinning, p.mu)[g1], _opt(p.spinning, p.mu)[g2], zero, True)
+        dyn1 = b1 < model.nbody
+        dyn2 = b2 < model.nbody
+        n1 = jnp.abs(jnp.sum(r1 * n, -1))
+        n2 = jnp.abs(jnp.sum(r2 * n, -1))
+        ndyn = dyn1.astype(dtype) + dyn2.astype(dtype)
+        r_e = (jnp.where(dyn1, n1, 0.0) + jnp.where(dyn2, n2, 0.0)) / jnp.maximum(ndyn, 1.0)
+        for t, bnd in ((t1, roll * r_e), (t2, roll * r_e), (n, spin)):
+            a, b = arow(t)
+            ja.append(a)
+            jb.append(b)
+            bounds.append(bnd)
+            tc.append(jnp.zeros((ncon,), dtype))
+            tcfm.append(jnp.broadcast_to(p.cfm, (ncon,)))
+            rscale.append(jnp.ones((ncon,), bool))
+            ract.append(valid & (bnd > 0))
+    k = len(ja)
+
+    def inter(xs):
+        x = jnp.stack(xs, axis=1)
+        return x.reshape((ncon * k,) + x.shape[2:])
+
+    fj1, fj2 = inter(ja), inter(jb)
+    vf = inter(ract)
+    bound = jnp.where(vf, inter(bounds), 0.0)
     tail = Rows(
-        body1=jnp.repeat(b1, 2), body2=jnp.repeat(b2, 2),
+        body1=jnp.repeat(b1, k), body2=jnp.repeat(b2, k),
         j1=jnp.where(vf[:, None], fj1, 0.0), j2=jnp.where(vf[:, None], fj2, 0.0),
-        c=jnp.zeros((2 * ncon,), dtype), cfm=fcfm.astype(dtype),
+        c=jnp.where(vf, inter(tc), 0.0).astype(dtype), cfm=inter(tcfm).astype(dtype),
         lo=-bound, hi=bound,
-        findex=jnp.where(jnp.repeat(pyramid, 2), jnp.repeat(jnp.arange(ncon), 2), -1).astype(jnp.int32),
+        findex=jnp.where(inter(rscale), jnp.repeat(jnp.arange(ncon), k), -1).astype(jnp.int32),
         active=vf)
-    return head, tail
+    cone_rows = jnp.repeat(cone, k) & (jnp.tile(jnp.arange(k), ncon) < 2)
+    return head, tail, cone_rows

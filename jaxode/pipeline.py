@@ -86,7 +86,7 @@ def physics_step(model: Model, state: State, params: Params, dt: jax.Array) -> S
     pos_p, vel_p, angvel_p = _pad(state.pos), _pad(state.vel), _pad(state.angvel)
     ident = jnp.zeros((1, 4), dtype).at[0, 0].set(1.0)
     quat_p = jnp.concatenate([state.quat, ident], axis=0)
-    head, tail = constraint.contact_rows(model, p, contacts, pos_p, vel_p, angvel_p, grot, h)
+    head, tail, cone_rows = constraint.contact_rows(model, p, contacts, pos_p, vel_p, angvel_p, grot, h)
     jtables, jextra, jcounts = joint_rows(model, p, pos_p, quat_p, vel_p, angvel_p, h)
     njrows = sum(t.c.shape[0] for t in jtables)
     if jtables:
@@ -100,7 +100,9 @@ def physics_step(model: Model, state: State, params: Params, dt: jax.Array) -> S
     acc_ang = jnp.einsum("nij,nj->ni", inv_inertia_w, tacc)
     rhs_body = _pad(-jnp.concatenate([state.vel / h + acc_lin, state.angvel / h + acc_ang], axis=-1))
     lam_n, lam_f, fc = solver.solve_pgs(head, tail, inv_mass_p, inv_inertia_p, rhs_body, h,
-                                        jnp.asarray(p.sor, dtype), model.iterations)
+                                        jnp.asarray(p.sor, dtype), model.iterations,
+                                        block=5 if model.angular_friction else 2,
+                                        cone=model.friction_cone, cone_rows=cone_rows)
     fc = fc[:-1]
 
     # Velocity update then dxStepBody.
@@ -112,7 +114,8 @@ def physics_step(model: Model, state: State, params: Params, dt: jax.Array) -> S
         p.max_angular_speed, p.linear_damping, p.angular_damping,
         p.linear_damping_threshold, p.angular_damping_threshold)
     lam_j, lam_n = lam_n[:njrows], lam_n[njrows:]
-    force = jnp.concatenate([lam_n[:, None], lam_f.reshape(-1, 2)], axis=1)
+    nblk = 5 if model.angular_friction else 2
+    force = jnp.concatenate([lam_n[:, None], lam_f.reshape(-1, nblk)[:, :2]], axis=1)
     contacts = contacts.replace(force=force)
     feedback = state.joint_feedback
     start = 0

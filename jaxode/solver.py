@@ -82,18 +82,27 @@ def _prepare(rows: Rows, inv_mass, inv_inertia, rhs_body, h, sor) -> _Prepared:
                      rhs * ad, cfm * ad, rows.lo, rows.hi)
 
 
-def _sweeps(iterations: int, b1h, b2h, b1t, b2t, fidx, pyramid, *rows):
+def _sweeps(iterations: int, block: int, cone: bool, b1h, b2h, b1t, b2t, fidx, pyramid,
+            conerow, *rows):
     """The SOR sweeps, world-minor: every float array carries a trailing world axis W.
 
     rows = (head: j1, j2, imj1, imj2 (R, 6, W), rhs, cfm, lo, hi (R, W);
             tail: the same, then fc0 (B, 6, W)). Body indices are shared by all
     W worlds, so fc is read and written by dynamic slicing.
+
+    The tail is solved one contact at a time, ``block`` rows per contact (its
+    friction rows, then any rolling/spinning rows), in row order. With
+    ``cone`` (static) a contact whose ``conerow`` flag is set has its first two
+    rows unbounded individually and then projected jointly onto the ellipse
+    ``(l1/mu)^2 + (l2/mu2)^2 <= lambda_n^2`` (mu, mu2 = the rows' ``hi``):
+    Gazebo's cone friction model, isotropic when mu2 = mu.
     """
     (hj1, hj2, hi1, hi2, hrhs, hcfm, hlo, hhi,
      tj1, tj2, ti1, ti2, trhs, tcfm, tlo, thi, fc0) = rows
     nh, nt = b1h.shape[0], b1t.shape[0]
     w = fc0.shape[-1]
     dtype = fc0.dtype
+    nc = nt // block if block else 0
 
     def update(fc, a1, a2, j1, j2, i1, i2, rhs, cfm, lam, lo, hi):
         v1 = jax.lax.dynamic_index_in_dim(fc, a1, 0, keepdims=False)
@@ -106,16 +115,63 @@ def _sweeps(iterations: int, b1h, b2h, b1t, b2t, fidx, pyramid, *rows):
         fc = jax.lax.dynamic_update_index_in_dim(fc, v2 + d * i2, a2, 0)
         return fc, new
 
+    def apply(fc, a1, a2, i1, i2, d):
+        v1 = jax.lax.dynamic_index_in_dim(fc, a1, 0, keepdims=False)
+        fc = jax.lax.dynamic_update_index_in_dim(fc, v1 + d * i1, a1, 0)
+        v2 = jax.lax.dynamic_index_in_dim(fc, a2, 0, keepdims=False)
+        return jax.lax.dynamic_update_index_in_dim(fc, v2 + d * i2, a2, 0)
+
     def head_row(fc, x):
         return update(fc, *x)
 
-    def tail_row(fc, x):
-        *x, lam_n, lo, hi, pyr = x
-        # mu = inf: bound inf; the inner where keeps inf * lambda out of the
-        # derivative (0 * inf = NaN in reverse mode) without changing values.
-        unbounded = jnp.isinf(hi)
-        bound = jnp.where(unbounded, jnp.inf, jnp.abs(jnp.where(unbounded, 0.0, hi) * lam_n))
-        return update(fc, *x, jnp.where(pyr, -bound, lo), jnp.where(pyr, bound, hi))
+    def tail_contact(fc, x):
+        a1, a2, j1, j2, i1, i2, rhs, cfm, lam, lam_n, lo, hi, pyr, cn = x
+        new = []
+        for k in range(block):
+            # mu = inf: bound inf; the inner where keeps inf * lambda out of the
+            # derivative (0 * inf = NaN in reverse mode) without changing values.
+            unbounded = jnp.isinf(hi[k])
+            bound = jnp.where(unbounded, jnp.inf,
+                              jnp.abs(jnp.where(unbounded, 0.0, hi[k]) * lam_n[k]))
+            lo_k = jnp.where(pyr[k], -bound, lo[k])
+            hi_k = jnp.where(pyr[k], bound, hi[k])
+            if cone and k < 2:
+                # Cone rows: only the joint projection below bounds them
+                # (a direction with mu = 0 stays at zero).
+                free = jnp.where(hi[k] > 0, jnp.inf, 0.0)
+                lo_k = jnp.where(cn[k], -free, lo_k)
+                hi_k = jnp.where(cn[k], free, hi_k)
+            rhs_k = rhs[k]
+            if cone and k == 1:
+                # The cone pair is solved as a block (Jacobi within the contact):
+                # row t2 sees the velocities before row t1's update, so neither
+                # direction is favoured.
+                d0 = new[0] - lam[0]
+                back = jnp.sum(j1[1] * i1[0], axis=0) + jnp.sum(j2[1] * i2[0], axis=0)
+                rhs_k = jnp.where(cn[1], rhs_k + d0 * back, rhs_k)
+            fc, lk = update(fc, a1[k], a2[k], j1[k], j2[k], i1[k], i2[k], rhs_k, cfm[k],
+                            lam[k], lo_k, hi_k)
+            new.append(lk)
+        if cone:
+            l0, l1 = new[0], new[1]
+            m0, m1 = hi[0], hi[1]
+
+            def scaled(l, m):
+                ok = (m > 0) & jnp.isfinite(m)
+                return jnp.where(ok, l / jnp.where(ok, m, 1.0), 0.0)
+
+            s2 = scaled(l0, m0) ** 2 + scaled(l1, m1) ** 2
+            ln = jnp.maximum(lam_n[0], 0.0)
+            over = cn[0] & (s2 > ln * ln)
+            scale = jnp.where(over, ln / jnp.sqrt(jnp.where(over, s2, 1.0)), 1.0)
+            n0, n1 = l0 * scale, l1 * scale
+            fc = apply(fc, a1[0], a2[0], i1[0], i2[0], n0 - l0)
+            fc = apply(fc, a1[1], a2[1], i1[1], i2[1], n1 - l1)
+            new[0], new[1] = n0, n1
+        return fc, jnp.stack(new)
+
+    def blocks(x):
+        return x.reshape((nc, block) + x.shape[1:])
 
     def sweep(carry, _):
         fc, lam_h, lam_t = carry
@@ -125,9 +181,10 @@ def _sweeps(iterations: int, b1h, b2h, b1t, b2t, fidx, pyramid, *rows):
                 unroll=UNROLL)
         if nt:
             lam_n = lam_h[fidx] if nh else jnp.zeros((nt, w), dtype)
-            fc, lam_t = jax.lax.scan(
-                tail_row, fc, (b1t, b2t, tj1, tj2, ti1, ti2, trhs, tcfm, lam_t, lam_n, tlo, thi,
-                               pyramid), unroll=UNROLL)
+            xs = tuple(blocks(a) for a in (b1t, b2t, tj1, tj2, ti1, ti2, trhs, tcfm, lam_t,
+                                           lam_n, tlo, thi, pyramid, conerow))
+            fc, lam_t = jax.lax.scan(tail_contact, fc, xs, unroll=max(1, UNROLL // block))
+            lam_t = lam_t.reshape((nt,) + lam_t.shape[2:])
         return (fc, lam_h, lam_t), None
 
     carry = (fc0, jnp.zeros((nh, w), dtype), jnp.zeros((nt, w), dtype))
@@ -142,7 +199,7 @@ def _to_world_minor(x, batched: bool, w: int):
 
 
 @functools.lru_cache(maxsize=None)
-def _batched_sweeps(iterations: int):
+def _batched_sweeps(iterations: int, block: int = 2, cone: bool = False):
     """``_sweeps`` for one world, with a vmap rule that runs a batch world-minor.
 
     Under ``jax.vmap`` the worlds become the trailing (contiguous) axis of
@@ -150,11 +207,11 @@ def _batched_sweeps(iterations: int):
     over all worlds. If the body indices differ between worlds (contact
     compaction), the rule falls back to plain vmap (gather/scatter).
     """
-    nidx = 6
+    nidx = 7
 
     def plain(*args):
         idx, rows = args[:nidx], args[nidx:]
-        out = _sweeps(iterations, *idx, *(r[..., None] for r in rows))
+        out = _sweeps(iterations, block, cone, *idx, *(r[..., None] for r in rows))
         return tuple(o[..., 0] for o in out)
 
     run = custom_vmap(plain)
@@ -163,10 +220,11 @@ def _batched_sweeps(iterations: int):
     def rule(axis_size, in_batched, *args):
         if any(in_batched[:nidx]):
             axes = [0 if b else None for b in in_batched]
-            return jax.vmap(run, in_axes=axes)(*args), (True, True, True)
+            # (vmap the plain loop: vmapping ``run`` here would re-enter this rule)
+            return jax.vmap(plain, in_axes=axes)(*args), (True, True, True)
         idx, rows = args[:nidx], args[nidx:]
         rows = [_to_world_minor(r, b, axis_size) for r, b in zip(rows, in_batched[nidx:])]
-        out = _sweeps(iterations, *idx, *rows)
+        out = _sweeps(iterations, block, cone, *idx, *rows)
         return tuple(jnp.moveaxis(o, -1, 0) for o in out), (True, True, True)
 
     # custom_vmap has no reverse mode; derivatives come from the plain loop
@@ -183,13 +241,17 @@ def _batched_sweeps(iterations: int):
 
 
 def solve_pgs(head: Rows, tail: Rows, inv_mass: jax.Array, inv_inertia: jax.Array,
-              rhs_body: jax.Array, h: jax.Array, sor: jax.Array, iterations: int
+              rhs_body: jax.Array, h: jax.Array, sor: jax.Array, iterations: int,
+              block: int = 2, cone: bool = False, cone_rows: jax.Array = None
               ) -> tuple[jax.Array, jax.Array, jax.Array]:
     """Run QuickStep's SOR-LCP for one world.
 
     head, tail: row tables (tail rows' ``findex`` index head rows, -1 = fixed
     bounds). inv_mass (B,), inv_inertia (B, 3, 3) world frame, rhs_body (B, 6)
     = -(v/h + M^-1 f_ext), with B = nbody + 1 (last = static world, zeros).
+    The tail holds ``block`` rows per contact (static); ``cone`` (static)
+    enables the joint projection of the first two rows of contacts whose
+    ``cone_rows`` (per tail row, bool) is set.
     Returns (lambda_head [N], lambda_tail [N], fc (B, 6) = M^-1 J^T lambda).
     """
     dtype = rhs_body.dtype
@@ -202,7 +264,11 @@ def solve_pgs(head: Rows, tail: Rows, inv_mass: jax.Array, inv_inertia: jax.Arra
     pt = _prepare(tail, inv_mass, inv_inertia, rhs_body, h, sor)
     pyramid = tail.findex >= 0
     fidx = jnp.maximum(tail.findex, 0)
-    run = _batched_sweeps(iterations)
-    return run(ph.b1, ph.b2, pt.b1, pt.b2, fidx, pyramid,
+    if cone_rows is None:
+        cone_rows = jnp.zeros((nt,), bool)
+    if nt % block:
+        raise ValueError(f"tail rows ({nt}) must be a multiple of block ({block})")
+    run = _batched_sweeps(iterations, block, bool(cone))
+    return run(ph.b1, ph.b2, pt.b1, pt.b2, fidx, pyramid, cone_rows,
                ph.j1, ph.j2, ph.imj1, ph.imj2, ph.rhs, ph.cfm, ph.lo, ph.hi,
                pt.j1, pt.j2, pt.imj1, pt.imj2, pt.rhs, pt.cfm, pt.lo, pt.hi, fc0)

@@ -24,6 +24,17 @@ min_depth      min(min_depth_1, min_depth_2, world contact_surface_layer)
 slip1, slip2   min of the values that are set (Gazebo's rule); unset on both: the
                world cfm (no force-dependent slip, ODE without dContactSlip1/2)
 max_contacts   min(max_contacts_1, max_contacts_2) points per geom pair
+kp, kd         where kp is set on either geom, the contact's ERP/CFM come from
+               kp = kp_1 kp_2 / (kp_1 + kp_2) (springs in series; one set: it)
+               and kd = kd_1 + kd_2 (unset = 0) at the step h:
+               ERP = h kp / (h kp + kd), CFM = 1 / (h kp + kd)
+motion1/2      friction-row target velocity motion_2 - motion_1 (each geom's
+               surface velocity along the contact's t1/t2)
+motionN        motionN_1 + motionN_2 added to the normal row's target
+static_mu,     min of the values set (unset: mu); static_speed min of those set
+static_speed   (unset on both: no static friction)
+rolling,       min of the values set (unset on both: off); spinning also
+spinning       comes from Gazebo's torsional * patch_radius
 ============== ==================================================================
 
 ``max_vel`` and ``min_depth`` default to infinity so that the world values
@@ -68,6 +79,29 @@ class Surface:
         world's CFM (exact ODE without slip); slip2 ``None`` with slip1 set
         means equal to slip1. A small slip is the smoothing knob for
         gradients through sticking friction (see README, Gradients).
+    restitution_threshold: RaiSim's name for bounce_vel [m/s] (ODE semantics:
+        no bounce below this incoming speed; above it the full restitution).
+        Give one of the two.
+    kp [N/m] > 0, kd [N s/m] >= 0: contact stiffness and damping (Gazebo
+        ``<kp>``/``<kd>``); when kp is given they replace soft_erp/soft_cfm
+        with ERP = h kp / (h kp + kd), CFM = 1 / (h kp + kd) at the step h
+        (ODE manual); a body of weight W resting on n contacts sinks W/(n kp).
+    motion1, motion2 [m/s]: velocity of this geom's surface along the
+        contact's friction directions t1, t2 (ODE dContactMotion1/2; a
+        conveyor belt: set fdir1 on the belt geom to fix t1); motionN [m/s]:
+        surface velocity outward along its normal (dContactMotionN).
+    static_mu >= mu: static friction coefficient; static_speed [m/s] > 0: the
+        tangential contact speed below which it applies (RaiSim's material
+        pair): the coefficient is interpolated linearly from static_mu at rest
+        to mu at static_speed, using the speed at the start of the step.
+    rolling >= 0 (dimensionless, RaiSim's mu_r): rolling friction, angular
+        rows about the friction directions bounded by rolling * r_e * normal
+        force, r_e the rolling radius (the body centre's distance from the
+        contact plane; the mean of the two bodies when both move).
+        spinning >= 0 [m] (RaiSim's mu_spin): the spin row about the normal
+        bounded by spinning * normal force. torsional >= 0 and patch_radius
+        [m] >= 0 (Gazebo ``<torsional>``): spinning = torsional * patch_radius.
+        ``None`` = off; any surface using them adds three rows per contact.
     """
 
     mu: float = 1.0
@@ -83,6 +117,30 @@ class Surface:
     max_contacts: int = 10
     slip1: Optional[float] = None
     slip2: Optional[float] = None
+    restitution_threshold: Optional[float] = None
+    kp: Optional[float] = None
+    kd: Optional[float] = None
+    motion1: float = 0.0
+    motion2: float = 0.0
+    motionN: float = 0.0
+    static_mu: Optional[float] = None
+    static_speed: Optional[float] = None
+    rolling: Optional[float] = None
+    spinning: Optional[float] = None
+    torsional: Optional[float] = None
+    patch_radius: float = 0.0
+
+    @property
+    def bounce_vel_value(self) -> float:
+        """bounce_vel, or restitution_threshold where given."""
+        return self.bounce_vel if self.restitution_threshold is None else self.restitution_threshold
+
+    @property
+    def spinning_value(self) -> Optional[float]:
+        """spinning, or torsional * patch_radius where torsional is given."""
+        if self.torsional is not None:
+            return self.torsional * self.patch_radius
+        return self.spinning
 
     def validate(self, where: str = "surface") -> None:
         """Raise ValueError naming the field and its allowed range."""
@@ -100,7 +158,7 @@ class Surface:
         if self.friction is not None and self.friction not in FRICTION_MODELS:
             raise ValueError(
                 f"{where}.friction must be one of {sorted(FRICTION_MODELS)} or None "
-                f"(got {self.friction!r}); the cone model is not available yet")
+                f"(got {self.friction!r})")
         _finite(f"{where}.bounce", self.bounce)
         if not 0.0 <= self.bounce <= 1.0:
             raise ValueError(f"{where}.bounce must be in [0, 1] (got {self.bounce!r})")
@@ -125,6 +183,51 @@ class Surface:
                 _finite(f"{where}.{name}", v)
                 if v < 0:
                     raise ValueError(f"{where}.{name} must be >= 0 m/(s N) (got {v!r})")
+        if self.restitution_threshold is not None:
+            _finite(f"{where}.restitution_threshold", self.restitution_threshold)
+            if self.restitution_threshold < 0:
+                raise ValueError(f"{where}.restitution_threshold must be >= 0 m/s "
+                                 f"(got {self.restitution_threshold!r})")
+            if self.bounce_vel != 0.1 and self.bounce_vel != self.restitution_threshold:
+                raise ValueError(f"{where}: give bounce_vel or restitution_threshold (the same "
+                                 f"parameter), not both (got {self.bounce_vel!r} and "
+                                 f"{self.restitution_threshold!r})")
+        if self.kp is not None:
+            _finite(f"{where}.kp", self.kp)
+            if self.kp <= 0:
+                raise ValueError(f"{where}.kp must be > 0 N/m (got {self.kp!r})")
+        if self.kd is not None:
+            _finite(f"{where}.kd", self.kd)
+            if self.kd < 0:
+                raise ValueError(f"{where}.kd must be >= 0 N s/m (got {self.kd!r})")
+            if self.kp is None:
+                raise ValueError(f"{where}.kd needs kp (kd alone does not define a contact "
+                                 f"stiffness; got kd={self.kd!r})")
+        if (self.kp is not None) and (self.soft_erp is not None or self.soft_cfm is not None):
+            raise ValueError(f"{where}: give kp/kd or soft_erp/soft_cfm, not both")
+        for name in ("motion1", "motion2", "motionN"):
+            _finite(f"{where}.{name}", getattr(self, name))
+        if self.static_mu is not None:
+            _finite(f"{where}.static_mu", self.static_mu)
+            if self.static_mu < self.mu:
+                raise ValueError(f"{where}.static_mu must be >= mu = {self.mu!r} (got {self.static_mu!r})")
+            if self.static_speed is None:
+                raise ValueError(f"{where}.static_speed must be given with static_mu (m/s > 0)")
+        if self.static_speed is not None:
+            _finite(f"{where}.static_speed", self.static_speed)
+            if self.static_speed <= 0:
+                raise ValueError(f"{where}.static_speed must be > 0 m/s (got {self.static_speed!r})")
+        for name in ("rolling", "spinning", "torsional"):
+            v = getattr(self, name)
+            if v is not None:
+                _finite(f"{where}.{name}", v)
+                if v < 0:
+                    raise ValueError(f"{where}.{name} must be >= 0 (got {v!r})")
+        _finite(f"{where}.patch_radius", self.patch_radius)
+        if self.patch_radius < 0:
+            raise ValueError(f"{where}.patch_radius must be >= 0 m (got {self.patch_radius!r})")
+        if self.torsional is not None and self.spinning is not None:
+            raise ValueError(f"{where}: give spinning or torsional (with patch_radius), not both")
         if not isinstance(self.max_contacts, int) or self.max_contacts < 1:
             raise ValueError(f"{where}.max_contacts must be an integer >= 1 (got {self.max_contacts!r})")
 

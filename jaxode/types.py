@@ -19,7 +19,8 @@ from jaxode._struct import pytree_dataclass, static_field
 # Friction models (per geom surface; ``pyramid`` is Gazebo's default).
 FRICTION_PYRAMID = 0  # ODE dContactApprox1: bound = mu * normal force (friction index)
 FRICTION_BOX = 1  # ODE without Approx1: constant bound, mu in newtons
-FRICTION_MODELS = {"pyramid": FRICTION_PYRAMID, "box": FRICTION_BOX}
+FRICTION_CONE = 2  # Gazebo's cone_model: (l1/mu)^2 + (l2/mu2)^2 <= (normal force)^2
+FRICTION_MODELS = {"pyramid": FRICTION_PYRAMID, "box": FRICTION_BOX, "cone": FRICTION_CONE}
 
 
 @pytree_dataclass
@@ -43,6 +44,16 @@ class Params:
       slip1, slip2 [m/(s N)] force-dependent slip, the CFM of the two
       friction rows (negative = unset: the world's cfm; slip2 unset with
       slip1 set = slip1).
+      kp [N/m], kd [N s/m] (negative = unset): contact stiffness and damping;
+      where set they replace soft_erp/soft_cfm by ERP = h kp / (h kp + kd),
+      CFM = 1 / (h kp + kd) at the step h.
+      motion1, motion2, motionN [m/s]: surface velocity of the geom along
+      the contact's friction directions and outward along its normal
+      (ODE's dContactMotion1/2/N; a conveyor belt).
+      static_mu (negative = unset: mu), static_speed [m/s]: static friction
+      coefficient and the tangential speed below which it blends in.
+      rolling [-], spinning [m] (0 = off): rolling and spinning friction
+      bounds rolling * r_e * normal force and spinning * normal force.
     Joints (njoint, 3), one column per joint axis (ODE's dParam*, dParam*2,
       dParam*3): joint_lo_stop, joint_hi_stop [rad or m]; joint_vel [rad/s or
       m/s] motor target; joint_fmax [N m or N] motor force limit (0 = no
@@ -88,6 +99,15 @@ class Params:
     joint_suspension_cfm: jax.Array = None
     slip1: jax.Array = None
     slip2: jax.Array = None
+    kp: jax.Array = None
+    kd: jax.Array = None
+    motion1: jax.Array = None
+    motion2: jax.Array = None
+    motionN: jax.Array = None
+    static_mu: jax.Array = None
+    static_speed: jax.Array = None
+    rolling: jax.Array = None
+    spinning: jax.Array = None
 
 
 @pytree_dataclass
@@ -127,6 +147,9 @@ class Model:
     Joints: joint_groups (one JointGroup per joint type), njoint, joint_index
       (per global joint: (type, position in its group), static).
     Solver: iterations (QuickStep iterations, static), solver name.
+    Friction features (static, set by the builder so that unused features cost
+    nothing): friction_cone (some pair uses the cone model), angular_friction
+    (some surface has rolling or spinning friction: three extra rows per contact).
     """
 
     nbody: int = static_field()
@@ -146,6 +169,8 @@ class Model:
     joint_index: tuple = static_field(default=())
     iterations: int = static_field(default=20)
     solver: str = static_field(default="pgs")
+    friction_cone: bool = static_field(default=False)
+    angular_friction: bool = static_field(default=False)
 
 
 @pytree_dataclass

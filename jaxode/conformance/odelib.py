@@ -554,6 +554,11 @@ DEFAULT_SURFACE = dict(
     max_contacts=10,
     slip1=None,  # None -> unset (no dContactSlip1: world CFM on the friction row)
     slip2=None,  # None -> slip1
+    rho=None,  # None -> no dContactRolling; rolling friction [m] about t1 and t2
+    rhoN=None,  # spinning friction [m] about the normal (with rho: dContactRolling)
+    motion1=0.0,  # surface velocity of this geom along t1 / t2 / out of its normal [m/s]
+    motion2=0.0,
+    motionN=0.0,
 )
 
 
@@ -613,6 +618,12 @@ def combine_surfaces(s1: dict, s2: dict) -> dict:
         soft_cfm=_max_opt(s1["soft_cfm"], s2["soft_cfm"]),
         slip1=_min_opt(s1["slip1"], s2["slip1"]),
         slip2=_min_opt(s1["slip2"], s2["slip2"]),
+        rho=_min_opt(s1["rho"], s2["rho"]),
+        rhoN=_min_opt(s1["rhoN"], s2["rhoN"]),
+        # dContactMotion1/2 are the target of (v1 - v2) . t: surface 2's minus surface 1's
+        motion1=s2["motion1"] - s1["motion1"],
+        motion2=s2["motion2"] - s1["motion2"],
+        motionN=s1["motionN"] + s2["motionN"],
         max_contacts=min(s1["max_contacts"], s2["max_contacts"]),
         friction="box" if (s1["friction"] == "box" and s2["friction"] == "box") else "pyramid",
         fdir1=fdir,
@@ -638,6 +649,17 @@ def _fill_surface(sp: dSurfaceParameters, c: dict) -> None:
         sp.soft_cfm = c["soft_cfm"]
     for k, flag in (("slip1", dContactSlip1), ("slip2", dContactSlip2)):
         if c.get(k) is not None:
+            mode |= flag
+            setattr(sp, k, c[k])
+    if c.get("rho") is not None or c.get("rhoN") is not None:
+        # dContactAxisDep (= dContactMu2, already set): rho, rho2, rhoN apart;
+        # dContactApprox1 includes Approx1_N: all three scale with the normal force.
+        mode |= dContactRolling | dContactApprox1
+        sp.rho = sp.rho2 = c["rho"] or 0.0
+        sp.rhoN = c["rhoN"] or 0.0
+    for k, flag in (("motion1", dContactMotion1), ("motion2", dContactMotion2),
+                    ("motionN", dContactMotionN)):
+        if c.get(k, 0.0) != 0.0:
             mode |= flag
             setattr(sp, k, c[k])
     sp.mode = mode
