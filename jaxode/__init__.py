@@ -24,6 +24,8 @@ from jaxode.rays import raycast  # noqa: E402  (the module is jaxode.rays)
 from jaxode.surface import Surface, erp_cfm_from_kp_kd
 from jaxode import metrics  # noqa: E402
 from jaxode.sweep import SweepResult, sweep  # noqa: E402
+from jaxode.rendering import Camera, render, render_trajectory, save_gif  # noqa: E402
+from jaxode.rendering import grid as render_grid  # noqa: E402
 from jaxode.types import Contacts, Model, Params, State, Trajectory, batch
 
 __version__ = "0.1.0"
@@ -42,4 +44,5 @@ __all__ = [
     "pr_position", "pr_position_rate", "pr_angle", "pr_angle_rate", "add_pr_torque",
     "piston_position", "piston_position_rate", "piston_angle", "piston_angle_rate",
     "add_piston_force", "raycast",
+    "Camera", "render", "render_grid", "render_trajectory", "save_gif",
 ]
