@@ -1,0 +1,1 @@
+"""Benchmarks (measurements, not tests): run with ``python -m bench``."""

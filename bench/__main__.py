@@ -1,0 +1,223 @@
+"""One command for the benchmarks: ``python -m bench [--quick]``.
+
+For every scene of bench/scenes.py and every batch size: jaxode's
+jit(vmap(rollout)) throughput (world-steps/s), its compile time, memory per world
+(batched State + Params bytes, plus XLA's temporary buffers of the compiled
+rollout divided by the batch) and contacts per world at the end; the same scene
+in the real ODE (bench/ode_scene.c, compiled here against libode, one thread,
+one world after another) and MuJoCo MJX when installed (it is not part of
+jaxode's dependencies). Ratios are jaxode / ODE at each batch size. Results go
+to bench/results.json, a table between the markers in bench/RESULTS.md, and
+bench/throughput.png (matplotlib) of throughput against batch size.
+
+These are measurements, not tests: nothing here asserts a speed.
+
+Run:  python -m bench                       # batch 1, 64, 1024, 4096 (16384 with --full)
+      python -m bench --quick               # batch 1 and 64, 50 steps, no bin_256
+      python -m bench --scenes boxes chain --batch 1024
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import jax
+import numpy as np
+
+import jaxode
+from bench import scenes as S
+from bench.bench_step import machine_info
+
+ROOT = Path(__file__).resolve().parents[1]
+ODE_SRC = ROOT / "bench" / "ode_scene.c"
+ODE_BIN = Path(tempfile.gettempdir()) / "jaxode_ode_scene"
+BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
+DT = 0.01
+
+
+def tree_nbytes(tree) -> int:
+    return int(sum(np.asarray(x).nbytes for x in jax.tree.leaves(tree)))
+
+
+def run_jaxode(model, batch: int, steps: int) -> dict:
+    states = jaxode.batch(jaxode.init(model), batch)
+    params = jaxode.batch(model.params, batch)
+    fn = jax.jit(jax.vmap(lambda s, p: jaxode.rollout(model, s, steps, DT, params=p)[0]))
+    t0 = time.perf_counter()
+    compiled = fn.lower(states, params).compile()
+    t_compile = time.perf_counter() - t0
+    temp = None
+    try:
+        temp = compiled.memory_analysis().temp_size_in_bytes
+    except Exception:  # noqa: BLE001 - not every backend reports it
+        pass
+    times, final = [], None
+    for _ in range(2):
+        t0 = time.perf_counter()
+        final = jax.block_until_ready(compiled(states, params))
+        times.append(time.perf_counter() - t0)
+    best = min(times)
+    return dict(batch=batch, steps=steps, compile_s=t_compile, run_s=best,
+                world_steps_per_s=batch * steps / best,
+                bytes_per_world=(tree_nbytes(states) + tree_nbytes(params)) / batch,
+                temp_bytes_per_world=None if temp is None else temp / batch,
+                contacts_per_world=float(np.mean(np.asarray(final.ncontact))),
+                nonfinite_worlds=int(np.asarray(final.nonfinite).sum()))
+
+
+def build_ode() -> bool:
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        return False
+    r = subprocess.run([cc, "-O2", str(ODE_SRC), "-lode", "-lm", "-o", str(ODE_BIN)],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        print(f"ODE reference not built (libode-dev missing?): {r.stderr.strip()[:300]}")
+        return False
+    return True
+
+
+def run_ode(scene, nworld: int, steps: int) -> dict:
+    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+        f.write(S.ode_spec(scene))
+        path = f.name
+    try:
+        out = subprocess.run([str(ODE_BIN), path, str(nworld), str(steps), str(DT)], check=True,
+                             capture_output=True, text=True).stdout.strip()
+    finally:
+        os.unlink(path)
+    kv = dict(item.split("=", 1) for item in out.split())
+    return dict(nworld=nworld, steps=steps, world_steps_per_s=float(kv["world_steps_per_s"]),
+                contacts_per_world=float(kv["contacts_per_step"]), precision=kv["precision"])
+
+
+def mjx_status() -> str:
+    try:
+        import mujoco  # noqa: F401
+        from mujoco import mjx  # noqa: F401
+    except ImportError as e:
+        return f"not installed ({e})"
+    return "installed (scenes not yet ported to MJCF: no MJX numbers)"
+
+
+def table(results: list, ode: dict) -> str:
+    lines = ["| scene | batch | world-steps/s | jaxode / ODE | compile s | bytes/world (state+params, XLA temp) | contacts/world |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
+    for r in results:
+        o = ode.get(r["scene"])
+        ratio = f"{r['world_steps_per_s'] / o['world_steps_per_s']:.2f}" if o else "n/a"
+        temp = "" if r["temp_bytes_per_world"] is None else f", {r['temp_bytes_per_world']:,.0f}"
+        lines.append(f"| {r['scene']} | {r['batch']} | {r['world_steps_per_s']:,.0f} | {ratio} | "
+                     f"{r['compile_s']:.1f} | {r['bytes_per_world']:,.0f}{temp} | "
+                     f"{r['contacts_per_world']:.1f} |")
+    lines.append("")
+    lines.append("| scene | ODE 0.16 world-steps/s (C, one thread) | ODE contacts/world |")
+    lines.append("|---|---:|---:|")
+    for name, o in ode.items():
+        lines.append(f"| {name} | {o['world_steps_per_s']:,.0f} | {o['contacts_per_world']:.1f} |")
+    return "\n".join(lines)
+
+
+def write_markdown(path: Path, info: dict, body: str, args) -> None:
+    block = (f"{BEGIN}\n## Latest `python -m bench` run\n\n"
+             f"{info['date']}; {info['cpu_model']} x{info['nproc']}; device {info['device']}; "
+             f"jax {info['jax']}, jaxode {info['jaxode']}, x64 {info['x64']}; "
+             f"load average at the start {info['loadavg']}; {args.steps} steps of {DT} s; "
+             f"MJX: {info['mjx']}.\n\n{body}\n{END}")
+    text = path.read_text() if path.exists() else "# jaxode benchmarks\n"
+    if BEGIN in text and END in text:
+        a, rest = text.split(BEGIN, 1)
+        text = a + block + rest.split(END, 1)[1]
+    else:
+        head, sep, tail = text.partition("\n## ")
+        text = head.rstrip() + "\n\n" + block + "\n\n" + (sep.lstrip("\n") + tail if sep else "")
+    path.write_text(text)
+
+
+def plot(results: list, ode: dict, path: Path) -> None:
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib not installed: no plot")
+        return
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for k, name in enumerate(dict.fromkeys(r["scene"] for r in results)):
+        rs = [r for r in results if r["scene"] == name]
+        line, = ax.loglog([r["batch"] for r in rs], [r["world_steps_per_s"] for r in rs], "o-",
+                          label=name)
+        if name in ode:
+            ax.axhline(ode[name]["world_steps_per_s"], color=line.get_color(), ls=":", lw=1)
+    ax.set_xlabel("worlds per call (batch)")
+    ax.set_ylabel("world-steps / s")
+    ax.set_title("jaxode (solid) and ODE 0.16 C, one thread (dotted)")
+    ax.legend(fontsize=8)
+    ax.grid(True, which="both", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="batch 1 and 64, 50 steps, no bin_256")
+    ap.add_argument("--full", action="store_true", help="add batch 16384")
+    ap.add_argument("--scenes", nargs="+", choices=sorted(S.SCENES), default=None)
+    ap.add_argument("--batch", type=int, nargs="+", default=None)
+    ap.add_argument("--steps", type=int, default=None)
+    ap.add_argument("--no-ode", action="store_true")
+    ap.add_argument("--out", type=Path, default=ROOT / "bench")
+    args = ap.parse_args(argv)
+    names = args.scenes or [n for n in S.SCENES if not (args.quick and n == "bin_256")]
+    batches = args.batch or ([1, 64] if args.quick else [1, 64, 1024, 4096] + ([16384] if args.full else []))
+    args.steps = args.steps or (50 if args.quick else 100)
+
+    info = machine_info()
+    info["loadavg"] = tuple(round(x, 2) for x in os.getloadavg())
+    info["mjx"] = mjx_status()
+    print(f"jax {info['jax']} on {info['device']}, {info['cpu_model']} x{info['nproc']}, "
+          f"load {info['loadavg']}; MJX: {info['mjx']}")
+    ode = {}
+    if not args.no_ode and build_ode():
+        for name in names:
+            if S.SCENES[name] is None:
+                continue
+            scene = S.SCENES[name]()
+            n = 16 if name.startswith("bin") or name == "stack" else 64
+            ode[name] = run_ode(scene, n, args.steps)
+            print(f"ODE  {name:8s} {ode[name]['world_steps_per_s']:12,.0f} world-steps/s  "
+                  f"{ode[name]['contacts_per_world']:.1f} contacts")
+    results = []
+    for name in names:
+        model = S.model_of(name)
+        for b in batches:
+            try:
+                r = run_jaxode(model, b, args.steps)
+            except Exception as e:  # noqa: BLE001 - e.g. out of memory at a big batch
+                print(f"jaxode {name} batch {b}: {type(e).__name__}: {str(e)[:200]}")
+                break
+            r["scene"] = name
+            results.append(r)
+            o = ode.get(name)
+            ratio = f"  x{r['world_steps_per_s'] / o['world_steps_per_s']:.2f} ODE" if o else ""
+            print(f"jaxode {name:8s} batch {b:6d}: {r['world_steps_per_s']:12,.0f} world-steps/s, "
+                  f"compile {r['compile_s']:5.1f} s, {r['contacts_per_world']:.1f} contacts{ratio}",
+                  flush=True)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "results.json").write_text(json.dumps(dict(machine=info, jaxode=results, ode=ode),
+                                                      indent=1))
+    body = table(results, ode)
+    print(body)
+    write_markdown(args.out / "RESULTS.md", info, body, args)
+    plot(results, ode, args.out / "throughput.png")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
