@@ -191,3 +191,59 @@ def test_bad_heightfield_raises_value_error_naming_the_field(bad, match):
     args = dict(heights=np.zeros((3, 3)), size=(1.0, 1.0)) | bad
     with pytest.raises(ValueError, match=match):
         jaxode.WorldBuilder().add_heightfield(**args)
+
+
+def test_raycast_finds_the_terrain_surface():
+    """Two heightfields of different grid shapes in one model (padding): a rough
+    9 x 7 grid and a sloped planar 5 x 4 one. Vertical rays onto grid samples
+    hit at the sample heights; slanted rays onto the planar terrain hit where
+    the line meets the plane (normal = the plane's, facing the origin, and its
+    opposite from below); a slanted ray over the rough grid stops on the
+    surface with no crossing before it; rays off the rectangle miss."""
+    rng = np.random.default_rng(3)
+    H = rng.normal(size=(NX, NY)) * 0.2
+    off = np.array([10.0, 0.0, 0.0])  # the planar terrain: the same rectangle, moved
+    pn, p0 = plane_of_terrain()
+    p0 = p0 + off
+    b = jaxode.WorldBuilder()
+    b.add_body(pos=(0.0, 0.0, 50.0))
+    b.add_heightfield(H, size=(LX, LY), pos=tuple(HPOS))
+    X5, Y5 = np.meshgrid(np.linspace(-LX / 2, LX / 2, 5), np.linspace(-LY / 2, LY / 2, 4), indexing="ij")
+    b.add_heightfield(SLOPE[0] * X5 + SLOPE[1] * Y5 + 0.05, size=(LX, LY), pos=tuple(HPOS + off))
+    model = b.build()
+    X, Y = grid_xy()
+    vert_o = np.stack([X.ravel(), Y.ravel(), np.full(X.size, 3.0)], 1)
+    slant_o = HPOS + off + np.concatenate([rng.uniform(-1, 1, (20, 2)), np.full((20, 1), 2.0)], 1)
+    slant_d = np.concatenate([rng.uniform(-0.5, 0.5, (20, 2)), -np.ones((20, 1))], 1)
+    below_o = HPOS + off + np.array([[0.3, 0.2, -1.0]])
+    rough_o = np.array([[HPOS[0] - 1.8, HPOS[1] - 1.3, 2.0]])
+    rough_d = np.array([[1.0, 0.7, -0.6]])
+    miss_o = np.array([[HPOS[0] + 3.0, HPOS[1], 3.0]])
+    o = np.concatenate([vert_o, slant_o, below_o, rough_o, miss_o])
+    d = np.concatenate([np.tile([[0.0, 0.0, -1.0]], (X.size, 1)), slant_d, [[0.1, 0.0, 1.0]],
+                        rough_d, [[0.0, 0.0, -1.0]]])
+    dist, point, normal, geom = jax.tree.map(
+        np.asarray, jax.jit(lambda s: jaxode.raycast(model, s, o, d), compiler_options=_OPTS)(
+            jaxode.init(model)))
+    nv = X.size
+    np.testing.assert_allclose(point[:nv, 2], H.ravel() + HPOS[2], atol=1e-9)
+    assert np.all(geom[:nv] == 0)
+    # slanted rays onto the plane: t = (p0 - o) . n / (d . n) with unit d
+    du = d / np.linalg.norm(d, axis=1, keepdims=True)
+    sl = slice(nv, nv + 21)
+    t_exact = ((p0 - o[sl]) @ pn) / (du[sl] @ pn)
+    np.testing.assert_allclose(dist[sl], t_exact, atol=1e-9)
+    assert np.all(geom[sl] == 1)
+    np.testing.assert_allclose(normal[nv:nv + 20], np.broadcast_to(pn, (20, 3)), atol=1e-9)
+    np.testing.assert_allclose(normal[nv + 20], -pn, atol=1e-9)  # from below, facing the origin
+    # the slanted ray over the rough grid: on the surface, above it before the hit
+    i = nv + 21
+    surf = jax.jit(hfc.surface)
+    hdims, hg = jnp.array([NX, NY]), hf_geom()
+    h_hit = np.asarray(surf(jnp.asarray(H), hdims, hg, jnp.asarray(point[i:i + 1, :2]))[0])
+    assert np.isfinite(dist[i]) and abs(point[i, 2] - h_hit[0]) < 1e-9
+    ts = np.linspace(0, dist[i] * (1 - 1e-6), 2000)
+    pts = o[i] + ts[:, None] * du[i]
+    hs, _, ins = map(np.asarray, surf(jnp.asarray(H), hdims, hg, jnp.asarray(pts[:, :2])))
+    assert np.all(~ins | (pts[:, 2] >= hs - 1e-12))
+    assert np.isinf(dist[-1]) and geom[-1] == -1
