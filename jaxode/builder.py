@@ -256,7 +256,7 @@ class WorldBuilder:
         (world x along the first index, y along the second; heights add to
         pos z), triangulated per cell. Collides with spheres, boxes, capsules
         and cylinders by sampling their lower surfaces (see
-        ``jaxode.collision.heightfield``); not seen by ``raycast``."""
+        ``jaxode.collision.heightfield``); ``raycast`` sees it."""
         h = np.asarray(heights, dtype=np.float64)
         i = len(self.geoms)
         where = f"geom {i} (heightfield)"
