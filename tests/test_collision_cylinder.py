@@ -414,3 +414,31 @@ def test_cylinder_cylinder_and_capsule_against_libode_with_libccd(kind2):
             assert ours <= cs[0].depth + 2e-3 * scale, (i, ours, cs[0].depth)
             equal += abs(ours - cs[0].depth) <= 2e-3 * scale
     assert touching >= N // 3 and equal >= touching // 2, (touching, equal)
+
+
+def test_cylinder_aabb_is_tight_and_bad_sizes_raise():
+    """The broadphase box of a tilted cylinder bounds densely sampled rim points
+    and touches them (tight to 1e-3 of the size); non-positive sizes raise."""
+    from jaxode import kinematics
+    b = jaxode.WorldBuilder()
+    body = b.add_body()
+    rots = Rotation.random(6, random_state=4)
+    for k in range(6):
+        b.add_cylinder(0.3, 0.8, body=body, pos=(0.1 * k, 0.0, 0.0),
+                       quat=tuple(rots[k].as_quat()[[3, 0, 1, 2]]))
+    model = b.build()
+    s = jaxode.init(model)
+    gpos, grot = kinematics.geom_poses(model, s.pos, s.quat)
+    lo, hi = map(np.asarray, kinematics.geom_aabbs(model, gpos, grot))
+    ang = np.linspace(0, 2 * np.pi, 2000, endpoint=False)
+    rim = np.stack([0.3 * np.cos(ang), 0.3 * np.sin(ang), np.zeros_like(ang)], 1)
+    local = np.concatenate([rim + [0, 0, 0.4], rim - [0, 0, 0.4]])
+    for k in range(6):
+        pts = np.asarray(gpos[k]) + local @ np.asarray(grot[k]).T
+        assert np.all(pts >= lo[k] - 1e-6) and np.all(pts <= hi[k] + 1e-6)
+        np.testing.assert_allclose(pts.min(0), lo[k], atol=1e-3)
+        np.testing.assert_allclose(pts.max(0), hi[k], atol=1e-3)
+    with pytest.raises(ValueError, match="cylinder radius"):
+        jaxode.WorldBuilder().add_cylinder(0.0, 1.0)
+    with pytest.raises(ValueError, match="cylinder length"):
+        jaxode.WorldBuilder().add_cylinder(0.2, -1.0)
