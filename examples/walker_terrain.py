@@ -8,6 +8,11 @@ torso collide with the terrain (capsule-heightfield, box-heightfield). After
 3 s we report throughput, upright worlds and the forward distance per mu,
 next to what the same worlds do on the flat plane (``--compare``).
 
+Measured (2-core CPU shared with other jobs, load ~3.7, float32): 1024 worlds
+x 300 steps on the terrain: compile 66 s, 4,024 world-steps/s, all upright,
+0.55-0.67 m forward; on the plane (``--compare``) 7,334 world-steps/s,
+0.58-0.74 m.
+
 Run:  python examples/walker_terrain.py [--worlds 1024] [--steps 300] [--bumps 0.04]
 """
 from __future__ import annotations
