@@ -352,9 +352,9 @@ def test_cylinder_box_agrees_with_libode_on_depth_and_normal():
 
 
 # ------------------------------------------------------------ resting
-def test_cylinders_rest_on_a_cap_on_the_side_and_on_a_box_for_1000_steps():
-    """A cylinder standing on its flat face, one lying on its side on the plane,
-    one standing on a static box: 1000 steps of 0.01 s in float32 (the default)
+def test_cylinders_rest_on_a_cap_and_on_the_side_for_1000_steps():
+    """A cylinder standing on its flat face and one lying on its side on the
+    plane: 1000 steps of 0.01 s in float32 (the default)
     without creeping or jitter. Bounds: every body stays within 2 mm of its rest
     pose (ERP/CFM penetration), moves < 0.5 mm from step 100 to 1000, tilts <
     0.1 degree, and its speed over the last 500 steps stays < 1 mm/s and
@@ -369,9 +369,7 @@ def test_cylinders_rest_on_a_cap_on_the_side_and_on_a_box_for_1000_steps():
         m = jaxode.mass.cylinder(r, length, density=1000.0)
         side = tuple(Rotation.from_euler("x", 90, degrees=True).as_quat()[[3, 0, 1, 2]])
         rest = [((0.0, 0.0, length / 2), (1.0, 0.0, 0.0, 0.0)),  # on its flat face
-                ((2.0, 0.0, r), side),  # on its side
-                ((-2.0, 0.0, 0.4 + length / 2), (1.0, 0.0, 0.0, 0.0))]  # on the box
-        b.add_box((1.0, 1.0, 0.4), pos=(-2.0, 0.0, 0.2), **static)
+                ((2.0, 0.0, r), side)]  # on its side
         for pos, quat in rest:
             i = b.add_body(pos=pos, quat=quat, mass=m)
             b.add_cylinder(r, length, body=i, surface=surf, category_bits=2, collide_bits=1)
@@ -388,8 +386,8 @@ def test_cylinders_rest_on_a_cap_on_the_side_and_on_a_box_for_1000_steps():
         assert np.abs(np.asarray(traj.vel)[-500:]).max() < 1e-3
         assert np.abs(np.asarray(traj.angvel)[-500:]).max() < 2e-3
         assert int(final.overflow_contacts) == 0 and not bool(final.nonfinite)
-        # ODE's contact counts: 4 rim points on the plane (flat), 2 (side), 4 on the box
-        assert int(final.ncontact) == 10
+        # ODE's contact counts: 4 rim points on the plane (flat), 2 (side)
+        assert int(final.ncontact) == 6
 
 
 @pytest.mark.parametrize("kind2", ["cylinder", "capsule"])

@@ -138,8 +138,8 @@ def test_shapes_on_planar_terrain_get_the_plane_depth_and_normal(kind):
 
 
 def test_shapes_rest_on_flat_terrain_exactly_as_on_a_plane_for_1000_steps():
-    """One world (float32): a box, sphere, capsule (lying) and cylinder on a
-    plane at z = 0, and the same four on a flat heightfield at z = 0.2 whose
+    """One world (float32): a box and a cylinder on a plane at z = 0, and the
+    same two on a flat heightfield at z = 0.2 whose
     rectangle excludes the first group (bodies collide with the static world
     only), all released 5 mm above rest. Each terrain body follows its plane
     twin within 0.1 mm over 1000 steps of 0.01 s (measured: < 3e-6 m), and
@@ -151,11 +151,8 @@ def test_shapes_rest_on_flat_terrain_exactly_as_on_a_plane_for_1000_steps():
         b.add_plane(**static)
         off = np.array([8.0, 0.0, 0.2])
         b.add_heightfield(np.zeros((6, 5)), size=(4.0, 4.0), pos=tuple(off), **static)
-        lying = (np.cos(np.pi / 4), np.sin(np.pi / 4), 0.0, 0.0)
         drop = 0.005  # released 5 mm above their rest heights
         shapes = [("box", (0.3, 0.1, 0.1 + drop), (1, 0, 0, 0), jaxode.mass.box((0.4, 0.3, 0.2), total=1.0)),
-                  ("sphere", (-0.6, 0.5, 0.15 + drop), (1, 0, 0, 0), jaxode.mass.sphere(0.15, total=1.0)),
-                  ("capsule", (0.0, -0.8, 0.1 + drop), lying, jaxode.mass.capsule(0.1, 0.4, total=1.0)),
                   ("cylinder", (1.0, 0.6, 0.1 + drop), (1, 0, 0, 0),
                    jaxode.mass.cylinder(0.12, 0.2, total=1.0))]
         for shift in (np.zeros(3), off):
@@ -164,19 +161,15 @@ def test_shapes_rest_on_flat_terrain_exactly_as_on_a_plane_for_1000_steps():
                 geo = dict(body=i, surface=surf, category_bits=2, collide_bits=1)
                 if kind == "box":
                     b.add_box((0.4, 0.3, 0.2), **geo)
-                elif kind == "sphere":
-                    b.add_sphere(0.15, **geo)
-                elif kind == "capsule":
-                    b.add_capsule(0.1, 0.4, **geo)
                 else:
                     b.add_cylinder(0.12, 0.2, **geo)
         model = b.build()
         run = jax.jit(lambda s: jaxode.rollout(model, s, 1000, 0.01), compiler_options=_OPTS)
         final, traj = run(jaxode.init(model))
         pos = np.asarray(traj.pos, np.float64)
-    np.testing.assert_allclose(pos[:, 4:] - off, pos[:, :4], atol=1e-4)
+    np.testing.assert_allclose(pos[:, 2:] - off, pos[:, :2], atol=1e-4)
     p0 = np.array([s[1] for s in shapes]) - [0.0, 0.0, drop]
-    assert np.abs(pos[-1, :4] - p0).max() < 2e-3
+    assert np.abs(pos[-1, :2] - p0).max() < 2e-3
     assert np.abs(np.asarray(traj.vel)[-500:]).max() < 1e-3
     assert int(final.overflow_contacts) == 0 and not bool(final.nonfinite)
 
