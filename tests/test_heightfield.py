@@ -119,7 +119,8 @@ def test_shapes_on_planar_terrain_get_the_plane_depth_and_normal(kind):
     centres[:, 2] = p0[2] - ((xy - p0[:2]) @ pn[:2]) / pn[2]
     centres += ((ext + gap) / 1.0)[:, None] * pn  # distance along the normal
     centres[-2:, :2] = HPOS[:2] + np.array([[LX, 0], [0, -LY]])  # off the terrain
-    g1 = GeomWorld(jnp.asarray(centres), jnp.asarray(rots), jnp.broadcast_to(jnp.asarray(size, float), (N, 3)))
+    g1 = GeomWorld(jnp.asarray(centres), jnp.asarray(rots),
+                   jnp.broadcast_to(jnp.asarray(size, float), (N, 3)))
     fn = jax.jit(jax.vmap(getattr(hfc, f"{kind}_heightfield"), in_axes=(0, 0, None, None)),
                  compiler_options=_OPTS)
     c = jax.tree.map(np.asarray, fn(g1, hf_geom(N), jnp.asarray(planar_heights()), jnp.array([NX, NY])))

@@ -3,8 +3,9 @@
 A heightfield is a grid of ``nx x ny`` heights over the rectangle ``lx x ly``
 centred at its geom position (axis-aligned: world x along the first index,
 world y along the second), heights added to the position's z. Each grid cell
-is split along its diagonal from (i+1, j) to (i, j+1) into two triangles, so the surface is continuous and piecewise
-planar; outside the rectangle there is no terrain (no contact).
+is split along its diagonal from (i+1, j) to (i, j+1) into two triangles, so
+the surface is continuous and piecewise planar; outside the rectangle there is
+no terrain (no contact).
 
 Contacts come from sampling: a fixed set of points on each shape's lower
 surface (box corners, edge midpoints and face centres; cylinder rim and cap
@@ -24,11 +25,10 @@ Pair functions take the heightfield's grid as extra arguments:
 """
 from __future__ import annotations
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .box import _CORNER_SIGNS, _reduce
+from .box import _reduce
 from .types import Contact, GeomWorld
 
 SPHERE_HFIELD_NCON = 4
