@@ -135,6 +135,7 @@ class WorldBuilder:
         self.bodies: list[dict] = []
         self.geoms: list[dict] = []
         self.joints: list[dict] = []
+        self.hfields: list[np.ndarray] = []
 
     # ------------------------------------------------------------------ bodies
     def add_body(self, pos: Sequence[float] = (0.0, 0.0, 0.0), quat: Sequence[float] = (1.0, 0.0, 0.0, 0.0),
@@ -246,6 +247,31 @@ class WorldBuilder:
         ln = _scalar("cylinder length", length, 0.0, None, lo_open=True)
         return self._add_geom(ct.CYLINDER, np.array([r, ln, 0.0]), body, pos, quat, surface,
                               category_bits, collide_bits)
+
+    def add_heightfield(self, heights, size: Sequence[float], pos=(0.0, 0.0, 0.0),
+                        surface: Optional[Surface] = None, category_bits: int = 0xFFFFFFFF,
+                        collide_bits: int = 0xFFFFFFFF) -> int:
+        """Static terrain: ``heights`` [m], a 2-D (nx, ny) array (nx, ny >= 2) of
+        heights over the rectangle ``size = (lx, ly)`` [m] centred at ``pos``
+        (world x along the first index, y along the second; heights add to
+        pos z), triangulated per cell. Collides with spheres, boxes, capsules
+        and cylinders by sampling their lower surfaces (see
+        ``jaxode.collision.heightfield``); ``raycast`` sees it."""
+        h = np.asarray(heights, dtype=np.float64)
+        i = len(self.geoms)
+        where = f"geom {i} (heightfield)"
+        if h.ndim != 2 or h.shape[0] < 2 or h.shape[1] < 2:
+            raise ValueError(f"{where}: heights must be a 2-D array with at least 2 x 2 "
+                             f"samples (got shape {h.shape})")
+        if not np.all(np.isfinite(h)):
+            raise ValueError(f"{where}: heights must be finite")
+        sz = _vec(f"{where}: size", size, 2)
+        if not np.all(sz > 0):
+            raise ValueError(f"{where}: size must be (lx, ly) with lx, ly > 0 (got {tuple(sz)})")
+        self.hfields.append(h)
+        return self._add_geom(ct.HEIGHTFIELD, np.array([sz[0], sz[1], len(self.hfields) - 1]),
+                              None, pos, (1.0, 0.0, 0.0, 0.0), surface, category_bits,
+                              collide_bits)
 
     # ------------------------------------------------------------------ joints
     _AXIS_DEFAULTS = dict(lo_stop=-math.inf, hi_stop=math.inf, vel=0.0, fmax=0.0,
@@ -727,6 +753,15 @@ class WorldBuilder:
                for key in ("suspension_erp", "suspension_cfm")},
         )
         joint_groups, joint_index = self._joint_groups(nbody)
+        hf_heights = hf_dims = None
+        if self.hfields:
+            nx = max(h.shape[0] for h in self.hfields)
+            ny = max(h.shape[1] for h in self.hfields)
+            pad = np.zeros((len(self.hfields), nx, ny))
+            for k, h in enumerate(self.hfields):
+                pad[k, :h.shape[0], :h.shape[1]] = h
+            hf_heights = f(pad)
+            hf_dims = f(np.array([h.shape for h in self.hfields], dtype=np.int32))
         model = Model(
             nbody=nbody, ngeom=ngeom,
             body_gravity=f(np.array([float(bb["gravity"]) for bb in b])),
@@ -737,6 +772,7 @@ class WorldBuilder:
             geom_pos=f(np.array([gg["pos"] for gg in g]).reshape(ngeom, 3)),
             geom_quat=f(np.array([gg["quat"] for gg in g]).reshape(ngeom, 4)),
             geom_size=f(np.array([gg["size"] for gg in g]).reshape(ngeom, 3)),
+            hfield_heights=hf_heights, hfield_dims=hf_dims,
             pair_groups=tuple(pair_groups), joint_groups=joint_groups, params=params,
             njoint=len(self.joints), joint_index=joint_index,
             contact_capacity=int(contact_capacity), iterations=self.iterations, solver="pgs",

@@ -27,7 +27,8 @@ def geom_poses(model: Model, pos: jax.Array, quat: jax.Array) -> tuple[jax.Array
 
 
 def geom_aabbs(model: Model, gpos: jax.Array, grot: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """Lower and upper AABB corners (ngeom, 3) [m], world frame; planes are unbounded."""
+    """Lower and upper AABB corners (ngeom, 3) [m], world frame; planes are
+    unbounded, heightfields bounded in x and y only."""
     size = model.geom_size
     t = model.geom_type[:, None]
     r = size[:, 0:1]
@@ -43,6 +44,8 @@ def geom_aabbs(model: Model, gpos: jax.Array, grot: jax.Array) -> tuple[jax.Arra
                                jnp.where(t == ct.CYLINDER, half_cyl, half_caps)))
     inf = jnp.full_like(half, jnp.inf)
     half = jnp.where(t == ct.PLANE, inf, half)
+    half_hf = jnp.concatenate([0.5 * size[:, :2], jnp.full_like(size[:, :1], jnp.inf)], axis=1)
+    half = jnp.where(t == ct.HEIGHTFIELD, half_hf, half)
     lo = jnp.where(t == ct.PLANE, -inf, gpos - half)
     hi = jnp.where(t == ct.PLANE, inf, gpos + half)
     return lo, hi

@@ -17,7 +17,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from jaxode.collision import box, capsule, cylinder, sphere
+from jaxode.collision import box, capsule, cylinder, heightfield, sphere
 from jaxode.collision import types as ct
 from jaxode.types import Contacts, Model
 
@@ -38,6 +38,13 @@ PAIR_FUNCTIONS = {
     (ct.CYLINDER, ct.BOX): (cylinder.cylinder_box, cylinder.CYLINDER_BOX_NCON),
     (ct.CYLINDER, ct.CAPSULE): (cylinder.cylinder_capsule, cylinder.CYLINDER_CAPSULE_NCON),
     (ct.CYLINDER, ct.CYLINDER): (cylinder.cylinder_cylinder, cylinder.CYLINDER_CYLINDER_NCON),
+    # heightfield pairs take the grid as extra arguments (see collide)
+    (ct.SPHERE, ct.HEIGHTFIELD): (heightfield.sphere_heightfield, heightfield.SPHERE_HFIELD_NCON),
+    (ct.BOX, ct.HEIGHTFIELD): (heightfield.box_heightfield, heightfield.BOX_HFIELD_NCON),
+    (ct.CAPSULE, ct.HEIGHTFIELD): (heightfield.capsule_heightfield,
+                                   heightfield.CAPSULE_HFIELD_NCON),
+    (ct.CYLINDER, ct.HEIGHTFIELD): (heightfield.cylinder_heightfield,
+                                    heightfield.CYLINDER_HFIELD_NCON),
 }
 
 
@@ -80,8 +87,13 @@ def collide(model: Model, gpos: jax.Array, grot: jax.Array, lo: jax.Array,
         idx, pvalid, ovf = _compact(overlap, grp.capacity)
         overflow_pairs = overflow_pairs + ovf
         a, b = g1[idx], g2[idx]
-        c = jax.vmap(fn)(ct.GeomWorld(gpos[a], grot[a], model.geom_size[a]),
-                         ct.GeomWorld(gpos[b], grot[b], model.geom_size[b]))
+        ga = ct.GeomWorld(gpos[a], grot[a], model.geom_size[a])
+        gb = ct.GeomWorld(gpos[b], grot[b], model.geom_size[b])
+        if grp.type2 == ct.HEIGHTFIELD:
+            hf = model.geom_size[b, 2].astype(jnp.int32)
+            c = jax.vmap(fn)(ga, gb, model.hfield_heights[hf], model.hfield_dims[hf])
+        else:
+            c = jax.vmap(fn)(ga, gb)
         k = grp.ncontact
         slot = jnp.arange(k)[None, :]
         valid = c.valid[:, :k] & pvalid[:, None] & (slot < grp.max_contacts[idx][:, None])

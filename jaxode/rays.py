@@ -10,7 +10,9 @@ with ODE's ray conventions (manual, "Ray class"; ``dCollideRay*``):
   (the outward normal when the ray starts outside the geom; when it starts
   inside a solid geom the ray hits the surface on its way out and the normal
   points inwards, as ODE, so it is always oriented for reflection);
-- a plane is a half-space: a ray starting below it hits it only going up.
+- a plane is a half-space: a ray starting below it hits it only going up;
+- a heightfield is searched along the ray (``ray_heightfield``): the first
+  crossing of its surface, the normal facing the origin's side.
 
 Every geom is a convex solid, so a ray meets it in one parameter interval
 ``[t_in, t_out]``; the hit is ``t_in`` when ``t_in >= 0`` and ``t_out`` when
@@ -26,6 +28,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxode import kinematics
+from jaxode.collision import heightfield as hfc
 from jaxode.collision import types as ct
 from jaxode.types import Model, State
 
@@ -39,9 +42,14 @@ def _div(n, d):
 
 
 def _slab(s, v, h):
-    """Interval of t with |s + t v| <= h (entry, exit); all t when v = 0 and |s| <= h."""
+    """Interval of t with |s + t v| <= h (entry, exit); all t when v = 0 and
+    |s| <= h (boundary included, as ODE's ray-box), none when v = 0 and |s| > h."""
     t1, t2 = _div(-h - s, v), _div(h - s, v)
-    return jnp.minimum(t1, t2), jnp.maximum(t1, t2)
+    par = jnp.abs(v) <= _TINY
+    inside = jnp.abs(s) <= h
+    lo = jnp.where(par, jnp.where(inside, -jnp.inf, jnp.inf), jnp.minimum(t1, t2))
+    hi = jnp.where(par, jnp.where(inside, jnp.inf, -jnp.inf), jnp.maximum(t1, t2))
+    return lo, hi
 
 
 def _unit(v, fallback):
@@ -149,6 +157,63 @@ def ray_geom(origin, direction, gtype, pos, rot, size):
     return t_in, t_out, rot @ n_in, rot @ n_out
 
 
+_BISECT_ITERS = 40
+
+
+def ray_heightfield(origin, direction, pos, size, heights, dims):
+    """One unit-direction ray against a heightfield (see ``add_heightfield``).
+
+    The ray is clipped to the terrain's bounding box (its rectangle times the
+    heights' range), sampled at ``2 (NX + NY) + 8`` evenly spaced points, and
+    the first change of side (above/below the triangulated surface) is refined
+    by ``_BISECT_ITERS`` bisections. Returns (t [m], unit normal facing the
+    origin's side: the surface normal from above, its opposite from below as
+    ODE's plane); t = inf on a miss. Features thinner than the sample spacing
+    along the ray can be stepped over; vertical rays are exact.
+    """
+    dt = origin.dtype
+    nx, ny = dims[0], dims[1]
+    NX, NY = heights.shape
+    valid = (jnp.arange(NX)[:, None] < nx) & (jnp.arange(NY)[None, :] < ny)
+    hmin = jnp.min(jnp.where(valid, heights, jnp.inf)) + pos[2]
+    hmax = jnp.max(jnp.where(valid, heights, -jnp.inf)) + pos[2]
+    centre = jnp.stack([pos[0], pos[1], 0.5 * (hmin + hmax)])
+    half = jnp.stack([0.5 * size[0], 0.5 * size[1], 0.5 * (hmax - hmin) + 1e-6])
+    lo, hi = _slab(origin - centre, direction, half)
+    ta = jnp.maximum(jnp.max(lo), 0.0)
+    tb = jnp.min(hi)
+    ok = ta <= tb
+    tb = jnp.where(ok, tb, ta)
+    g = ct.GeomWorld(pos, jnp.eye(3, dtype=dt), size)
+    k = 2 * (NX + NY) + 8
+    ts = ta + (tb - ta) * jnp.linspace(0.0, 1.0, k, dtype=dt)
+
+    def side(t):
+        p = origin + t[..., None] * direction
+        h, _, _ = hfc.surface(heights, dims, g, p[..., :2].reshape(-1, 2))
+        return p[..., 2].reshape(-1) - h  # > 0 above
+
+    f = side(ts)
+    above0 = f[0] > 0
+    change = (f[1:] > 0) != above0
+    ok = ok & jnp.any(change)
+    j = jnp.argmax(change)
+    a, b = ts[j], ts[j + 1]
+
+    def bisect(_, ab):
+        a, b = ab
+        m = 0.5 * (a + b)
+        same = (side(m[None])[0] > 0) == above0
+        return jnp.where(same, m, a), jnp.where(same, b, m)
+
+    a, b = jax.lax.fori_loop(0, _BISECT_ITERS, bisect, (a, b))
+    t = 0.5 * (a + b)
+    p = origin + t * direction
+    _, n, _ = hfc.surface(heights, dims, g, p[None, :2])
+    n = jnp.where(above0, n[0], -n[0])
+    return jnp.where(ok, t, jnp.inf), n
+
+
 def raycast(model: Model, state: State, origins, directions, max_dist=jnp.inf,
             exclude_body: Optional[int] = None, geom_mask=None):
     """Nearest hit of each ray in one world (ODE's dCollide of a ray, all geoms).
@@ -190,6 +255,17 @@ def raycast(model: Model, state: State, origins, directions, max_dist=jnp.inf,
     inside = t_in < 0
     t = jnp.where(inside, t_out, t_in)
     nrm = jnp.where(inside[..., None], -n_out, n_in)
+    if model.hfield_heights is not None:  # heightfields: their own search, one column each
+        nhf = model.hfield_heights.shape[0]
+        is_hf = model.geom_type == ct.HEIGHTFIELD
+        gi = jnp.argmax(is_hf[None] & (jnp.round(model.geom_size[None, :, 2])
+                                       == jnp.arange(nhf)[:, None]), axis=1)  # (nhf,)
+        per_hf = jax.vmap(ray_heightfield, in_axes=(None, None, 0, 0, 0, 0))
+        t_hf, n_hf = jax.vmap(per_hf, in_axes=(0, 0, None, None, None, None))(
+            o, d, gpos[gi], model.geom_size[gi].astype(dtype),
+            model.hfield_heights.astype(dtype), model.hfield_dims)  # (R, nhf)
+        t = t.at[:, gi].set(t_hf)
+        nrm = nrm.at[:, gi].set(n_hf)
     hit = (t >= 0) & (t <= maxd[:, None]) & jnp.isfinite(t) & use[None] & dok[:, None]
     t = jnp.where(hit, t, jnp.inf)
     g = jnp.argmin(t, axis=1)

@@ -142,6 +142,8 @@ class Model:
       static geoms); geom_pos (ngeom, 3) / geom_quat (ngeom, 4) offset from the
       body frame (world pose for static geoms); geom_size (ngeom, 3);
       (friction model and max contacts are resolved per pair, see PairGroup).
+    Heightfields: hfield_heights (nhfield, NX, NY) [m] grids padded to the
+      largest, hfield_dims (nhfield, 2) int their (nx, ny); None without any.
     Collision: pair_groups (static structure), contact_capacity (contacts kept
       per step, all pairs together).
     Joints: joint_groups (one JointGroup per joint type), njoint, joint_index
@@ -161,6 +163,8 @@ class Model:
     geom_pos: jax.Array = None
     geom_quat: jax.Array = None
     geom_size: jax.Array = None
+    hfield_heights: jax.Array = None
+    hfield_dims: jax.Array = None
     pair_groups: tuple = ()
     joint_groups: tuple = ()
     params: Params = None

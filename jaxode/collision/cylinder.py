@@ -24,7 +24,9 @@ Methods
   clipped against each other in the plane normal to the contact normal:
   vertices inside the other feature plus edge crossings, each with its own
   depth along the normal; at most 4 (capsule: 2) kept, deepest first, then
-  spread out. ODE has no cylinder-capsule or cylinder-cylinder collider.
+  spread out. ODE's own colliders have no cylinder-capsule or
+  cylinder-cylinder; a libode built with libccd (Debian's is) adds them as
+  single-contact MPR, whose depth is an upper bound of this minimum.
 """
 from __future__ import annotations
 

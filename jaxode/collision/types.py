@@ -24,8 +24,9 @@ SPHERE = 1
 BOX = 2
 CAPSULE = 3
 CYLINDER = 4
+HEIGHTFIELD = 5
 GEOM_TYPE_NAMES = {PLANE: "plane", SPHERE: "sphere", BOX: "box", CAPSULE: "capsule",
-                   CYLINDER: "cylinder"}
+                   CYLINDER: "cylinder", HEIGHTFIELD: "heightfield"}
 
 
 class GeomWorld(NamedTuple):
@@ -39,7 +40,8 @@ class GeomWorld(NamedTuple):
           lengths ``(lx, ly, lz)`` as ODE's dCreateBox; capsule
           ``(r, length, 0)`` with the cylinder of ``length`` along local z
           (ODE's dCreateCapsule); cylinder ``(r, length, 0)``, flat-ended,
-          along local z (ODE's dCreateCylinder); plane unused.
+          along local z (ODE's dCreateCylinder); heightfield ``(lx, ly,
+          index into the model's heightfield grids)``; plane unused.
     """
 
     pos: jax.Array
