@@ -102,6 +102,10 @@ class Surface:
         bounded by spinning * normal force. torsional >= 0 and patch_radius
         [m] >= 0 (Gazebo ``<torsional>``): spinning = torsional * patch_radius.
         ``None`` = off; any surface using them adds three rows per contact.
+    material: name of a material of the builder's table (``add_material``,
+        ``set_material_pair``, ``use_materials``); between two geoms with
+        materials the pair's properties replace these fields (see
+        :mod:`jaxode.materials`).
     """
 
     mu: float = 1.0
@@ -129,6 +133,7 @@ class Surface:
     spinning: Optional[float] = None
     torsional: Optional[float] = None
     patch_radius: float = 0.0
+    material: Optional[str] = None
 
     @property
     def bounce_vel_value(self) -> float:
@@ -228,6 +233,9 @@ class Surface:
             raise ValueError(f"{where}.patch_radius must be >= 0 m (got {self.patch_radius!r})")
         if self.torsional is not None and self.spinning is not None:
             raise ValueError(f"{where}: give spinning or torsional (with patch_radius), not both")
+        if self.material is not None and (not isinstance(self.material, str) or not self.material):
+            raise ValueError(f"{where}.material must be a non-empty string or None "
+                             f"(got {self.material!r})")
         if not isinstance(self.max_contacts, int) or self.max_contacts < 1:
             raise ValueError(f"{where}.max_contacts must be an integer >= 1 (got {self.max_contacts!r})")
 
