@@ -14,6 +14,13 @@ import pytest
 
 import jaxode
 
+# Compile quickly (same semantics): compile time dominates these tests.
+_FAST = {"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": False}
+
+
+def _jit(fn):
+    return jax.jit(fn, compiler_options=_FAST)
+
 G = 9.81
 H = 0.01
 
@@ -50,7 +57,7 @@ def friction_ring():
     model = b.build()
     s0 = jaxode.init(model)
     n = 60
-    final, traj = jaxode.rollout(model, s0, n, H)
+    final, traj = _jit(lambda s: jaxode.rollout(model, s, n, H))(s0)
     return dict(model=model, n=n, d=np.asarray(final.pos - s0.pos), vel=np.asarray(final.vel),
                 zmin=float(jnp.min(traj.pos[:, :, 2])), zmax=float(jnp.max(traj.pos[:, :, 2])))
 
@@ -126,7 +133,7 @@ def kp_rest():
             return jaxode.step(model, st, dt, params=p), None
         return jax.lax.scan(body, s, None, length=steps)[0]
 
-    finals = jax.jit(jax.vmap(run))(states, params, dts)
+    finals = _jit(jax.vmap(run))(states, params, dts)
     times = np.asarray(finals.time)
     return dict(z=np.asarray(finals.pos[:, :, 2]), times=times)
 
@@ -153,7 +160,7 @@ def test_vmapped_batch_with_contact_compaction_steps():
         b.add_sphere(radius=0.1, body=body)
     model = b.build(contact_capacity=2)
     states = jaxode.batch(jaxode.init(model), 2)
-    out = jax.vmap(lambda s: jaxode.step(model, s, H))(states)
+    out = _jit(jax.vmap(lambda s: jaxode.step(model, s, H)))(states)
     z = np.asarray(out.pos[:, :, 2])
     np.testing.assert_allclose(z[:, 2], 0.1 - G * H * H, rtol=1e-5)  # semi-implicit Euler
     assert np.all(np.abs(z[:, :2] - 0.1) < 1e-4)
@@ -199,7 +206,7 @@ def conveyor_slip():
             return st, st.vel
         return jax.lax.scan(body, s, None, length=steps)
 
-    finals, vel = jax.jit(jax.vmap(run))(states, params, push)
+    finals, vel = _jit(jax.vmap(run))(states, params, push)
     return dict(vel=np.asarray(vel), z=np.asarray(finals.pos[:, :, 2]))
 
 
@@ -259,7 +266,7 @@ def static_bounce():
     states = jaxode.batch(jaxode.init(model), 2)
     states = states.replace(vel=states.vel.at[:, 1, 2].set(-jnp.asarray(V_IMPACT, states.vel.dtype)))
     steps = 100
-    finals, traj = jax.jit(jax.vmap(lambda s, p: jaxode.rollout(model, s, steps, H, params=p)))(
+    finals, traj = _jit(jax.vmap(lambda s, p: jaxode.rollout(model, s, steps, H, params=p)))(
         states, params)
     return dict(steps=steps, n=n, d=np.asarray(finals.pos[:, 0] - states.pos[:, 0]),
                 vel=np.asarray(traj.vel))
@@ -318,7 +325,7 @@ def rolling():
     params = params.replace(rolling=params.rolling.at[1].set(-1.0),
                             spinning=params.spinning.at[1].set(-1.0))
     steps = 100
-    _, traj = jax.jit(jax.vmap(lambda p: jaxode.rollout(model, jaxode.init(model), steps, H,
+    _, traj = _jit(jax.vmap(lambda p: jaxode.rollout(model, jaxode.init(model), steps, H,
                                                         params=p)))(params)
     return dict(vel=np.asarray(traj.vel), angvel=np.asarray(traj.angvel),
                 z=np.asarray(traj.pos[..., 2]), steps=steps,
@@ -379,7 +386,7 @@ def test_rolling_spinning_and_conveyor_rows_match_libode():
         b.add_sphere(R_BALL, body=body, surface=jaxode.Surface(mu=0.6, rolling=0.05,
                                                                 spinning=0.004))
         model = b.build()
-        _, traj = jaxode.rollout(model, jaxode.init(model), n, h)
+        _, traj = _jit(lambda s: jaxode.rollout(model, s, n, h))(jaxode.init(model))
         ours = jax.tree.map(np.asarray, traj)
     w = odelib.OdeWorld(gravity=(0.0, 0.0, -G))
     w.add_plane((0, 0, 1), 0.0, surface=floor)

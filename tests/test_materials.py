@@ -14,6 +14,13 @@ import pytest
 
 import jaxode
 
+# Compile quickly (same semantics): compile time dominates these tests.
+_FAST = {"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": False}
+
+
+def _jit(fn):
+    return jax.jit(fn, compiler_options=_FAST)
+
 DATA = os.path.join(os.path.dirname(__file__), "data")
 G, H = 9.81, 0.01
 
@@ -156,7 +163,7 @@ def test_sweep_of_a_pair_friction_is_one_batched_call():
                                       friction=jnp.asarray(MUS))
     n = 120
     states = jaxode.batch(jaxode.init(model), len(MUS))
-    finals, _ = jax.jit(jax.vmap(lambda s, p: jaxode.rollout(model, s, n, H, params=p)))(
+    finals, _ = _jit(jax.vmap(lambda s, p: jaxode.rollout(model, s, n, H, params=p)))(
         states, params)
     x = np.asarray(finals.pos[:, :, 0])
     for k, mu in enumerate(MUS):
