@@ -369,8 +369,9 @@ def test_angular_friction_neither_sinks_nor_lifts(rolling):
 # ----------------------------------------------- against libode 0.16 (float64)
 def test_rolling_spinning_and_conveyor_rows_match_libode():
     """ODE 0.16's dContactRolling rows (rho = rolling * r for a sphere on a plane,
-    rhoN = spinning) and dContactMotion1/2 on the same scene: a sphere rolling
-    and spinning on a moving floor. jaxode in float64 must agree to rounding."""
+    rhoN = spinning) and dContactMotion1/2/N with a bounce (measured relative to
+    motionN) on one scene: a sphere rolling, spinning and hopping on a moving
+    floor. jaxode in float64 must agree to rounding."""
     odelib = pytest.importorskip("jaxode.conformance.odelib")
     try:
         odelib.load()
@@ -378,21 +379,22 @@ def test_rolling_spinning_and_conveyor_rows_match_libode():
         pytest.skip(f"libode not available: {e}")
     m = jaxode.mass.sphere(radius=R_BALL, total=2.0)
     body_kw = dict(pos=(0.0, 0.0, R_BALL - 1e-3), vel=(0.8, -0.3, 0.0), angvel=(1.0, 3.0, 6.0))
-    floor = dict(mu=0.6, motion1=0.3, motion2=-0.2)
+    floor = dict(mu=0.6, motion1=0.3, motion2=-0.2, motionN=0.05, bounce=0.3, bounce_vel=0.01)
+    ball = dict(mu=0.6, bounce=0.3, bounce_vel=0.01)
     n, h = 120, 0.01
     with jax.enable_x64(True):
         b = jaxode.WorldBuilder(gravity=(0.0, 0.0, -G))
         b.add_plane(surface=jaxode.Surface(**floor))
         body = b.add_body(mass=m, **body_kw)
-        b.add_sphere(R_BALL, body=body, surface=jaxode.Surface(mu=0.6, rolling=0.05,
-                                                                spinning=0.004))
+        b.add_sphere(R_BALL, body=body, surface=jaxode.Surface(rolling=0.05, spinning=0.004,
+                                                                **ball))
         model = b.build()
         _, traj = _jit(lambda s: jaxode.rollout(model, s, n, h))(jaxode.init(model))
         ours = jax.tree.map(np.asarray, traj)
     w = odelib.OdeWorld(gravity=(0.0, 0.0, -G))
     w.add_plane((0, 0, 1), 0.0, surface=floor)
     bb = w.add_body(mass=m.mass, inertia=m.inertia, **body_kw)
-    w.add_sphere(R_BALL, body=bb, surface=dict(mu=0.6, rho=0.05 * R_BALL, rhoN=0.004))
+    w.add_sphere(R_BALL, body=bb, surface=dict(rho=0.05 * R_BALL, rhoN=0.004, **ball))
     pos, angvel = [], []
     for _ in range(n):
         w.step(h)
