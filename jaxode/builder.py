@@ -102,7 +102,8 @@ class WorldBuilder:
     (QuickStep); sor in (0, 2) (QuickStep w); contact_max_correcting_vel > 0
     [m/s]; contact_surface_layer >= 0 [m]; linear/angular_damping in [0, 1];
     *_damping_threshold >= 0 [m/s, rad/s]; max_angular_speed > 0 [rad/s]
-    (inf = no limit); friction_model: the default for surfaces that name none.
+    (inf = no limit); friction_model: the default for surfaces that name none
+    ("pyramid", "box" or "cone"; see :class:`jaxode.Surface`).
     """
 
     def __init__(self, gravity: Sequence[float] = (0.0, 0.0, 0.0), erp: float = 0.2,

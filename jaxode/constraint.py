@@ -1,7 +1,11 @@
 """Stage 4: constraint rows of ODE's contact joint (``dxJointContact::getInfo2``).
 
 Every contact slot gives three rows: the normal row and the friction rows
-along ``t1`` and ``t2``. They are returned as two tables, ``head`` (rows
+along ``t1`` and ``t2`` (plus, with rolling and spinning
+friction, three angular rows about t1, t2 and the normal, ODE 0.16's dContactRolling).
+Per-contact parameters combine the two geoms' surfaces (see
+:mod:`jaxode.surface`) and, between two geoms with materials, the material
+pair table (:mod:`jaxode.materials`). They are returned as two tables, ``head`` (rows
 without a friction index: normals; joints will join them) and ``tail``
 (friction rows), which is the order QuickStep solves them in. A row holds the bodies it couples, the
 two 6-vector Jacobian blocks (linear, angular; world frame), the velocity

@@ -63,8 +63,10 @@ class Surface:
         force limit in newtons ("box" model); >= 0, ``inf`` allowed.
     mu2: the same in the second friction direction; ``None`` means equal to mu.
     fdir1: first friction direction in the geom frame; ``None`` = ODE's default.
-    friction: "pyramid" (ODE dContactApprox1: bound = mu * normal force) or
-        "box" (constant bound mu in newtons); ``None`` = the world's model.
+    friction: "pyramid" (ODE dContactApprox1: bound = mu * normal force),
+        "box" (constant bound mu in newtons) or "cone" (Gazebo's cone_model:
+        the two friction forces jointly within the ellipse of semi-axes
+        mu * normal force, mu2 * normal force); ``None`` = the world's model.
     bounce: restitution in [0, 1]; bounce_vel: minimum incoming speed [m/s]
         for a bounce, >= 0.
     soft_erp: in [0, 1] or ``None`` (world erp); soft_cfm: >= 0 or ``None``
