@@ -362,8 +362,14 @@ def test_spinning_friction_alone_stops_a_spinning_sphere(rolling):
 
 
 def test_angular_friction_neither_sinks_nor_lifts(rolling):
-    z = rolling["z"]
-    assert np.all(np.abs(z[:, :, :] - R_BALL) < 1e-3), (z.min(), z.max())
+    dz = rolling["z"] - R_BALL
+    # the capsule's first step is a free fall of about g h^2 = 1 mm before its
+    # contact appears; ERP then restores it
+    assert np.all(np.abs(dz) < 1.5e-3), (dz.min(), dz.max())
+    # with angular friction every body ends at rest at the ERP/CFM penetration
+    # (no drift either way); without it the rolling capsule keeps dipping by up to
+    # g h^2 where its contact lapses at zero depth, with or without these rows
+    assert np.all(np.abs(dz[0, -20:]) < 1e-4), np.abs(dz[0, -20:]).max()
 
 
 # ----------------------------------------------- against libode 0.16 (float64)
