@@ -22,6 +22,7 @@ from jaxode.joint_api import (add_piston_force, add_pr_torque, piston_angle,  # 
                               pr_angle_rate, pr_position, pr_position_rate)
 from jaxode.rays import raycast  # noqa: E402  (the module is jaxode.rays)
 from jaxode.surface import Surface, erp_cfm_from_kp_kd
+from jaxode.materials import MaterialTable, load_materials, set_pair as set_material_pair
 from jaxode import metrics  # noqa: E402
 from jaxode.sweep import SweepResult, sweep  # noqa: E402
 from jaxode.rendering import Camera, render, render_trajectory, save_gif  # noqa: E402
@@ -31,7 +32,8 @@ from jaxode.types import Contacts, Model, Params, State, Trajectory, batch
 
 __version__ = "0.1.0"
 __all__ = [
-    "WorldBuilder", "Surface", "erp_cfm_from_kp_kd", "Model", "Params", "State", "Contacts", "Trajectory",
+    "WorldBuilder", "Surface", "erp_cfm_from_kp_kd", "MaterialTable", "load_materials",
+    "set_material_pair", "Model", "Params", "State", "Contacts", "Trajectory",
     "init", "step", "rollout", "batch", "mass", "sweep", "SweepResult", "metrics",
     "add_force", "add_torque", "add_rel_force", "add_rel_torque", "add_force_at_pos",
     "add_force_at_rel_pos", "add_rel_force_at_pos", "add_rel_force_at_rel_pos",

@@ -17,6 +17,7 @@ import numpy as np
 from jaxode import mass as mass_lib
 from jaxode.collision import types as ct
 from jaxode.surface import Surface
+from jaxode import materials as mat_lib
 from jaxode.types import FRICTION_MODELS, Model, PairGroup, Params
 from jaxode import joints as jt
 from jaxode import narrowphase
@@ -101,7 +102,8 @@ class WorldBuilder:
     (QuickStep); sor in (0, 2) (QuickStep w); contact_max_correcting_vel > 0
     [m/s]; contact_surface_layer >= 0 [m]; linear/angular_damping in [0, 1];
     *_damping_threshold >= 0 [m/s, rad/s]; max_angular_speed > 0 [rad/s]
-    (inf = no limit); friction_model: the default for surfaces that name none.
+    (inf = no limit); friction_model: the default for surfaces that name none
+    ("pyramid", "box" or "cone"; see :class:`jaxode.Surface`).
     """
 
     def __init__(self, gravity: Sequence[float] = (0.0, 0.0, 0.0), erp: float = 0.2,
@@ -134,8 +136,34 @@ class WorldBuilder:
         self.friction_model = friction_model
         self.bodies: list[dict] = []
         self.geoms: list[dict] = []
+        self.materials = mat_lib.MaterialTable()
         self.joints: list[dict] = []
         self.hfields: list[np.ndarray] = []
+
+    # --------------------------------------------------------------- materials
+    def add_material(self, name: str, **props) -> None:
+        """Declare material ``name`` with per-material values used by the
+        combination rule for pairs not in the table (properties of
+        :mod:`jaxode.materials`: friction, restitution, restitution_threshold,
+        static_friction, static_speed, rolling, spinning, soft_erp, soft_cfm)."""
+        self.materials.add_material(name, **props)
+
+    def set_material_pair(self, name1: str, name2: str, **props) -> None:
+        """Properties of the material pair (order-free; RaiSim's setMaterialPairProp)."""
+        self.materials.set_pair(name1, name2, **props)
+
+    def set_default_material(self, rule: Optional[str] = None, **props) -> None:
+        """The default pair's properties (RaiSim's setDefaultMaterial) and the rule
+        for pairs not in the table: "default", "agx" or "gazebo"."""
+        if rule is not None:
+            self.materials.set_rule(rule)
+        self.materials.set_default(**props)
+
+    def use_materials(self, table: "mat_lib.MaterialTable") -> None:
+        """Add a table read by :func:`jaxode.load_materials` (its rule applies)."""
+        if not isinstance(table, mat_lib.MaterialTable):
+            raise ValueError(f"use_materials: expected a MaterialTable (got {type(table).__name__})")
+        self.materials.merge(table)
 
     # ------------------------------------------------------------------ bodies
     def add_body(self, pos: Sequence[float] = (0.0, 0.0, 0.0), quat: Sequence[float] = (1.0, 0.0, 0.0, 0.0),
@@ -752,6 +780,21 @@ class WorldBuilder:
                                           dtype=np.float64).reshape(len(self.joints)))
                for key in ("suspension_erp", "suspension_cfm")},
         )
+        for k, s in enumerate(surf):
+            if s.material is not None and s.material not in self.materials.materials:
+                raise ValueError(
+                    f"geom {k}: surface.material {s.material!r} is not a material of this "
+                    f"builder (add_material / set_material_pair / use_materials; known: "
+                    f"{sorted(self.materials.materials)})")
+        used = [s.material for s in surf if s.material is not None]
+        mat_names = tuple(self.materials.materials) if used else ()
+        angular = any((s.rolling or 0.0) > 0 or (s.spinning_value or 0.0) > 0 for s in surf)
+        if mat_names:
+            tabs = self.materials.tables(list(mat_names))
+            params = params.replace(**{"mat_" + k: f(v) for k, v in tabs.items()})
+            angular = angular or bool(np.any(tabs["rolling"] > 0) or np.any(tabs["spinning"] > 0))
+        geom_material = np.array([-1 if s.material is None else mat_names.index(s.material)
+                                  for s in surf], dtype=np.int32).reshape(ngeom)
         joint_groups, joint_index = self._joint_groups(nbody)
         hf_heights = hf_dims = None
         if self.hfields:
@@ -778,8 +821,8 @@ class WorldBuilder:
             contact_capacity=int(contact_capacity), iterations=self.iterations, solver="pgs",
             friction_cone=any(int(grp.friction.max()) == FRICTION_MODELS["cone"]
                               for grp in pair_groups if grp.geom1.shape[0]),
-            angular_friction=any((s.rolling or 0.0) > 0 or (s.spinning_value or 0.0) > 0
-                                 for s in surf))
+            angular_friction=angular, material_names=mat_names,
+            geom_material=f(geom_material))
         model_init = dict(
             pos=np.stack([bb["pos"] for bb in b]), quat=np.stack([bb["quat"] for bb in b]),
             vel=np.stack([bb["vel"] for bb in b]), angvel=np.stack([bb["angvel"] for bb in b]))

@@ -1,7 +1,11 @@
 """Stage 4: constraint rows of ODE's contact joint (``dxJointContact::getInfo2``).
 
 Every contact slot gives three rows: the normal row and the friction rows
-along ``t1`` and ``t2``. They are returned as two tables, ``head`` (rows
+along ``t1`` and ``t2`` (plus, with rolling and spinning
+friction, three angular rows about t1, t2 and the normal, ODE 0.16's dContactRolling).
+Per-contact parameters combine the two geoms' surfaces (see
+:mod:`jaxode.surface`) and, between two geoms with materials, the material
+pair table (:mod:`jaxode.materials`). They are returned as two tables, ``head`` (rows
 without a friction index: normals; joints will join them) and ``tail``
 (friction rows), which is the order QuickStep solves them in. A row holds the bodies it couples, the
 two 6-vector Jacobian blocks (linear, angular; world frame), the velocity
@@ -116,6 +120,41 @@ def contact_rows(model: Model, params: Params, contacts: Contacts, body_pos: jax
         slip2 = _combine_soft(slip2_geom[g1], slip2_geom[g2], p.cfm, use_min=True)
         fcfm = jnp.stack([slip1, slip2], axis=1).reshape(-1)
 
+    # Pair values of the static, rolling and spinning friction from the surfaces.
+    zero = jnp.zeros_like(mu)
+    smu, vs = mu, zero
+    if p.static_mu is not None:
+        smu = _combine_soft(p.static_mu[g1], p.static_mu[g2], mu, use_min=True)
+        vs = _combine_soft(_opt(p.static_speed, p.static_mu)[g1],
+                           _opt(p.static_speed, p.static_mu)[g2], zero, use_min=True)
+    roll = spin = zero
+    if model.angular_friction:
+        roll = _combine_soft(_opt(p.rolling, p.mu)[g1], _opt(p.rolling, p.mu)[g2], zero, True)
+        spin = _combine_soft(_opt(p.spinning, p.mu)[g1], _opt(p.spinning, p.mu)[g2], zero, True)
+
+    # Material pairs (both geoms name a material): the table replaces those values.
+    if p.mat_friction is not None:
+        m1, m2 = model.geom_material[g1], model.geom_material[g2]
+        use = (m1 >= 0) & (m2 >= 0)
+        # the upper triangle is read (a sweep may set one element of a pair)
+        i1 = jnp.maximum(jnp.minimum(m1, m2), 0)
+        i2 = jnp.maximum(jnp.maximum(m1, m2), 0)
+
+        def pick(table, cur):
+            v = table[i1, i2]
+            return jnp.where(use & (v >= 0), v, cur)
+
+        mu = pick(p.mat_friction, mu)
+        mu2 = pick(p.mat_friction, mu2)
+        bounce = pick(p.mat_restitution, bounce)
+        bounce_vel = pick(p.mat_restitution_threshold, bounce_vel)
+        erp = pick(p.mat_soft_erp, erp)
+        cfm = pick(p.mat_soft_cfm, cfm)
+        smu = pick(p.mat_static_friction, jnp.where(use, mu, smu))
+        vs = pick(p.mat_static_speed, jnp.where(use, 0.0, vs))
+        roll = pick(p.mat_rolling, jnp.where(use, 0.0, roll))
+        spin = pick(p.mat_spinning, jnp.where(use, 0.0, spin))
+
     # Normal row: c = min(fps * erp * max(depth - min_depth, 0) + motionN, max_vel), then bounce.
     r1 = contacts.pos - body_pos[b1]
     r2 = contacts.pos - body_pos[b2]
@@ -147,21 +186,15 @@ def contact_rows(model: Model, params: Params, contacts: Contacts, body_pos: jax
     t2 = jnp.cross(n, t1)
 
     # Static friction (RaiSim's material pair): below static_speed the
-    # coefficient blends linearly from static_mu (at rest) to mu (at static_speed).
-    if p.static_mu is not None:
-        smu_geom = jnp.where(p.static_mu < 0, p.mu, p.static_mu)
-        smu = _combine_soft(jnp.where(p.static_mu[g1] < 0, -1.0, smu_geom[g1]),
-                            jnp.where(p.static_mu[g2] < 0, -1.0, smu_geom[g2]), 0.0, use_min=True)
-        has_s = (p.static_mu[g1] >= 0) | (p.static_mu[g2] >= 0)
-        vs = _combine_soft(_opt(p.static_speed, p.static_mu)[g1],
-                           _opt(p.static_speed, p.static_mu)[g2], 0.0, use_min=True)
+    # coefficient blends linearly from static_mu (at rest) to mu (at static_speed),
+    # using the tangential contact speed at the start of the step.
+    if p.static_mu is not None or p.mat_friction is not None:
         vrel = (body_vel[b1] + jnp.cross(body_angvel[b1], r1)
                 - body_vel[b2] - jnp.cross(body_angvel[b2], r2))
         vt = vrel - jnp.sum(vrel * n, -1, keepdims=True) * n
         vt2 = jnp.sum(vt * vt, -1)
         speed = jnp.where(vt2 > 0, jnp.sqrt(jnp.where(vt2 > 0, vt2, 1.0)), 0.0)
-        wgt = jnp.where(has_s & (vs > 0),
-                        jnp.clip(1.0 - speed / jnp.where(vs > 0, vs, 1.0), 0.0, 1.0), 0.0)
+        wgt = jnp.where(vs > 0, jnp.clip(1.0 - speed / jnp.where(vs > 0, vs, 1.0), 0.0, 1.0), 0.0)
         dmu = jnp.where(wgt > 0, wgt * (smu - mu), 0.0)
         mu = jnp.where(wgt > 0, mu + dmu, mu)
         mu2 = jnp.where(wgt > 0, mu2 + dmu, mu2)
@@ -211,9 +244,6 @@ def contact_rows(model: Model, params: Params, contacts: Contacts, body_pos: jax
         # dContactRolling rows with rho = rolling * r_e, rhoN = spinning); r_e the
         # rolling radius: the dynamic body's centre's distance from the contact
         # plane (mean of the two when both are dynamic).
-        zero = jnp.zeros((ncon,), dtype)
-        roll = _combine_soft(_opt(p.rolling, p.mu)[g1], _opt(p.rolling, p.mu)[g2], zero, True)
-        spin = _combine_soft(_opt(p.spinning, p.mu)[g1], _opt(p.spinning, p.mu)[g2], zero, True)
         dyn1 = b1 < model.nbody
         dyn2 = b2 < model.nbody
         n1 = jnp.abs(jnp.sum(r1 * n, -1))

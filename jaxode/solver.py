@@ -23,8 +23,16 @@ iterations 8 and 16, and it solves box-model friction rows (no friction index)
 among the head rows. Both only matter where 20 iterations leave the problem
 unconverged.
 
-Implementation: each sweep is two ``lax.scan`` passes (head, then tail) whose
-per-row data are scan inputs. Under ``jax.vmap`` a custom batching rule lays
+Friction rows are solved contact by contact (a block of 2 rows, or 5 with
+rolling and spinning rows). Cone-model contacts (``cone``, static) solve
+their two friction rows as a block (row t2 sees the velocities before row
+t1's update) and project the pair onto the ellipse
+``(l1/mu)^2 + (l2/mu2)^2 <= lambda_n^2``; pyramid and box contacts are
+untouched, so worlds without the cone model run the same arithmetic as
+before.
+
+Implementation: each sweep is two ``lax.scan`` passes (head rows, then tail
+contacts) whose per-row data are scan inputs. Under ``jax.vmap`` a custom batching rule lays
 the worlds out as the trailing, contiguous axis ("world-minor"), so a row
 update is a few vector operations across all worlds; when the rows' bodies are
 fixed by the model (no contact compaction: every slot belongs to a known geom

@@ -63,8 +63,10 @@ class Surface:
         force limit in newtons ("box" model); >= 0, ``inf`` allowed.
     mu2: the same in the second friction direction; ``None`` means equal to mu.
     fdir1: first friction direction in the geom frame; ``None`` = ODE's default.
-    friction: "pyramid" (ODE dContactApprox1: bound = mu * normal force) or
-        "box" (constant bound mu in newtons); ``None`` = the world's model.
+    friction: "pyramid" (ODE dContactApprox1: bound = mu * normal force),
+        "box" (constant bound mu in newtons) or "cone" (Gazebo's cone_model:
+        the two friction forces jointly within the ellipse of semi-axes
+        mu * normal force, mu2 * normal force); ``None`` = the world's model.
     bounce: restitution in [0, 1]; bounce_vel: minimum incoming speed [m/s]
         for a bounce, >= 0.
     soft_erp: in [0, 1] or ``None`` (world erp); soft_cfm: >= 0 or ``None``
@@ -102,6 +104,10 @@ class Surface:
         bounded by spinning * normal force. torsional >= 0 and patch_radius
         [m] >= 0 (Gazebo ``<torsional>``): spinning = torsional * patch_radius.
         ``None`` = off; any surface using them adds three rows per contact.
+    material: name of a material of the builder's table (``add_material``,
+        ``set_material_pair``, ``use_materials``); between two geoms with
+        materials the pair's properties replace these fields (see
+        :mod:`jaxode.materials`).
     """
 
     mu: float = 1.0
@@ -129,6 +135,7 @@ class Surface:
     spinning: Optional[float] = None
     torsional: Optional[float] = None
     patch_radius: float = 0.0
+    material: Optional[str] = None
 
     @property
     def bounce_vel_value(self) -> float:
@@ -228,6 +235,9 @@ class Surface:
             raise ValueError(f"{where}.patch_radius must be >= 0 m (got {self.patch_radius!r})")
         if self.torsional is not None and self.spinning is not None:
             raise ValueError(f"{where}: give spinning or torsional (with patch_radius), not both")
+        if self.material is not None and (not isinstance(self.material, str) or not self.material):
+            raise ValueError(f"{where}.material must be a non-empty string or None "
+                             f"(got {self.material!r})")
         if not isinstance(self.max_contacts, int) or self.max_contacts < 1:
             raise ValueError(f"{where}.max_contacts must be an integer >= 1 (got {self.max_contacts!r})")
 

@@ -96,6 +96,24 @@ _RANGES = {
     "joint_suspension_cfm": (0.0, _INF, False, False, False, True, ""),
     "slip1": (0.0, _INF, False, False, False, True, "m/(s N)"),
     "slip2": (0.0, _INF, False, False, False, True, "m/(s N)"),
+    "kp": (0.0, _INF, True, False, False, True, "N/m"),
+    "kd": (0.0, _INF, False, False, False, True, "N s/m"),
+    "motion1": (-_INF, _INF, False, False, False, False, "m/s"),
+    "motion2": (-_INF, _INF, False, False, False, False, "m/s"),
+    "motionN": (-_INF, _INF, False, False, False, False, "m/s"),
+    "static_mu": (0.0, _INF, False, False, True, True, ""),
+    "static_speed": (0.0, _INF, True, False, False, True, "m/s"),
+    "rolling": (0.0, _INF, False, False, False, True, ""),
+    "spinning": (0.0, _INF, False, False, False, True, "m"),
+    "mat_friction": (0.0, _INF, False, False, True, True, ""),
+    "mat_restitution": (0.0, 1.0, False, False, False, True, ""),
+    "mat_restitution_threshold": (0.0, _INF, False, False, False, True, "m/s"),
+    "mat_static_friction": (0.0, _INF, False, False, True, True, ""),
+    "mat_static_speed": (0.0, _INF, True, False, False, True, "m/s"),
+    "mat_rolling": (0.0, _INF, False, False, False, True, ""),
+    "mat_spinning": (0.0, _INF, False, False, False, True, "m"),
+    "mat_soft_erp": (0.0, 1.0, False, False, False, True, ""),
+    "mat_soft_cfm": (0.0, _INF, False, False, False, True, ""),
 }
 # A Params field missing above is only checked to be finite.
 _ANY_FINITE = (-_INF, _INF, False, False, False, False, "")
@@ -105,7 +123,9 @@ _COMPONENT_NDIM = {"gravity": 1, "fdir1": 1, "body_inertia": 2}
 _ENTITY = {"body_mass": "body", "body_inertia": "body", "mu": "geom", "mu2": "geom",
            "fdir1": "geom", "bounce": "geom", "bounce_vel": "geom", "soft_erp": "geom",
            "soft_cfm": "geom", "max_vel": "geom", "min_depth": "geom", "slip1": "geom",
-           "slip2": "geom"}
+           "slip2": "geom", "kp": "geom", "kd": "geom", "motion1": "geom", "motion2": "geom",
+           "motionN": "geom", "static_mu": "geom", "static_speed": "geom", "rolling": "geom",
+           "spinning": "geom"}
 
 
 def _range_text(field: str) -> str:

@@ -54,6 +54,12 @@ class Params:
       coefficient and the tangential speed below which it blends in.
       rolling [-], spinning [m] (0 = off): rolling and spinning friction
       bounds rolling * r_e * normal force and spinning * normal force.
+    Material pairs (M, M), symmetric, present when the scene names materials
+      (see jaxode.materials; negative = unset): mat_friction,
+      mat_restitution, mat_restitution_threshold [m/s], mat_static_friction,
+      mat_static_speed [m/s], mat_rolling, mat_spinning [m], mat_soft_erp,
+      mat_soft_cfm; they replace the surfaces' values for contacts between
+      two geoms with materials.
     Joints (njoint, 3), one column per joint axis (ODE's dParam*, dParam*2,
       dParam*3): joint_lo_stop, joint_hi_stop [rad or m]; joint_vel [rad/s or
       m/s] motor target; joint_fmax [N m or N] motor force limit (0 = no
@@ -108,6 +114,15 @@ class Params:
     static_speed: jax.Array = None
     rolling: jax.Array = None
     spinning: jax.Array = None
+    mat_friction: jax.Array = None
+    mat_restitution: jax.Array = None
+    mat_restitution_threshold: jax.Array = None
+    mat_static_friction: jax.Array = None
+    mat_static_speed: jax.Array = None
+    mat_rolling: jax.Array = None
+    mat_spinning: jax.Array = None
+    mat_soft_erp: jax.Array = None
+    mat_soft_cfm: jax.Array = None
 
 
 @pytree_dataclass
@@ -141,7 +156,8 @@ class Model:
     Geoms: geom_type (ngeom,) type id; geom_body (ngeom,) body index (nbody for
       static geoms); geom_pos (ngeom, 3) / geom_quat (ngeom, 4) offset from the
       body frame (world pose for static geoms); geom_size (ngeom, 3);
-      (friction model and max contacts are resolved per pair, see PairGroup).
+      (friction model and max contacts are resolved per pair, see PairGroup);
+      geom_material (ngeom,) index into material_names (-1: none).
     Heightfields: hfield_heights (nhfield, NX, NY) [m] grids padded to the
       largest, hfield_dims (nhfield, 2) int their (nx, ny); None without any.
     Collision: pair_groups (static structure), contact_capacity (contacts kept
@@ -165,6 +181,7 @@ class Model:
     geom_size: jax.Array = None
     hfield_heights: jax.Array = None
     hfield_dims: jax.Array = None
+    geom_material: jax.Array = None
     pair_groups: tuple = ()
     joint_groups: tuple = ()
     params: Params = None
@@ -175,6 +192,7 @@ class Model:
     solver: str = static_field(default="pgs")
     friction_cone: bool = static_field(default=False)
     angular_friction: bool = static_field(default=False)
+    material_names: tuple = static_field(default=())
 
 
 @pytree_dataclass
