@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import jaxode
+from truths import slide_recursion
 
 # Compile quickly (same semantics): compile time dominates these tests.
 _FAST = {"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": False}
@@ -25,13 +26,6 @@ G = 9.81
 H = 0.01
 
 
-def _slide_recursion(v0: float, mu: float, h: float, n: int) -> float:
-    """Stop distance of a semi-implicit Euler slide: v <- max(v - mu g h, 0); x <- x + h v."""
-    x, v = 0.0, v0
-    for _ in range(n):
-        v = max(v - mu * G * h, 0.0)
-        x += h * v
-    return x
 
 
 # ------------------------------------------------- Gazebo's friction_pyramid scene
@@ -73,7 +67,7 @@ def _angle_diff(a, b):
 def test_cone_friction_boxes_travel_radially_and_equally_far(friction_ring):
     r = friction_ring
     assert r["model"].friction_cone
-    ref = _slide_recursion(V0, MU, H, r["n"])
+    ref = slide_recursion(V0, MU, H, r["n"])
     for i, a in enumerate(ANGLES):
         d = r["d"][i]
         assert _angle_diff(_heading(d), a) < 1.0, (a, _heading(d))

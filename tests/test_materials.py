@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import jaxode
+from truths import slide_recursion
 
 # Compile quickly (same semantics): compile time dominates these tests.
 _FAST = {"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": False}
@@ -134,14 +135,6 @@ def test_builder_errors():
 MUS = [0.2, 0.5, 0.8]
 
 
-def _slide_recursion(v0, mu, n):
-    x, v = 0.0, v0
-    for _ in range(n):
-        v = max(v - mu * G * H, 0.0)
-        x += H * v
-    return x
-
-
 def test_sweep_of_a_pair_friction_is_one_batched_call():
     """Steel boxes slide on a rubber floor; the steel-rubber friction is swept
     over a batch of worlds (jaxode.set_material_pair with a batched value). Each
@@ -167,7 +160,7 @@ def test_sweep_of_a_pair_friction_is_one_batched_call():
         states, params)
     x = np.asarray(finals.pos[:, :, 0])
     for k, mu in enumerate(MUS):
-        ref = _slide_recursion(2.0, mu, n)
+        ref = slide_recursion(2.0, mu, H, n)
         assert abs(x[k, 0] - ref) / ref < 0.01, (mu, x[k, 0], ref)
-        ref_c = _slide_recursion(2.0, 0.3, n)
+        ref_c = slide_recursion(2.0, 0.3, H, n)
         assert abs(x[k, 1] - ref_c) / ref_c < 0.01, (x[k, 1], ref_c)
