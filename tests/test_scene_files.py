@@ -185,3 +185,59 @@ def test_sdf_unsupported_warns_once():
     msgs = [str(r.message) for r in rec if "sensor" in str(r.message)]
     assert len(msgs) == 1 and "<string>:3: <sensor>" in msgs[0]
     assert len(b.bodies) == 1 and len(b.geoms) == 1
+
+
+# --------------------------------------------------------------------------- URDF
+from jaxode.io.urdf import load_urdf  # noqa: E402
+
+_PENDULUM = """<?xml version="1.0"?>
+<robot name="pendulum">
+  <link name="base">
+    <collision><origin xyz="0 0 0.05"/><geometry><box size="0.1 0.1 0.1"/></geometry>
+      <material name="m"><contact name="steel"/></material></collision>
+  </link>
+  <joint name="pivot" type="continuous">
+    <parent link="base"/><child link="arm"/>
+    <origin xyz="0 0 2" rpy="0 0 0"/><axis xyz="0 1 0"/>
+    <limit effort="5" velocity="3"/>
+  </joint>
+  <link name="arm">
+    <inertial><origin xyz="0 0 -0.5"/><mass value="1.5"/>
+      <inertia ixx="0.125" iyy="0.125" izz="0.001" ixy="0" ixz="0" iyz="0"/></inertial>
+    <collision><origin xyz="0 0 -1.2"/><geometry><capsule radius="0.05" length="0.2"/></geometry></collision>
+  </link>
+</robot>
+"""
+
+
+def test_urdf_pendulum_period():
+    """Small-angle period of the physical pendulum: T = 2 pi sqrt(I / (m g d)), I about
+    the pivot = I_c + m d^2 (rod of length 1: I_c = m L^2 / 12 = 0.125 kg m^2)."""
+    b = load_urdf(_PENDULUM, fixed_base=True)
+    assert b.geom_materials == {0: "steel"}
+    assert b.urdf_joints["pivot"]["effort"] == 5.0 and b.urdf_joints["pivot"]["velocity"] == 3.0
+    m = b.build()
+    s = jaxode.init(m)
+    w0 = 0.02  # rad/s about y: amplitude ~ 0.008 rad
+    s = s.replace(angvel=s.angvel.at[0].set(jax.numpy.array([0.0, w0, 0.0])),
+                  vel=s.vel.at[0].set(jax.numpy.array([-w0 * 0.5, 0.0, 0.0])))
+    dt = 0.001
+    _, tr = jax.jit(lambda st: jaxode.rollout(m, st, 3600, dt), compiler_options=_OPT)(s)
+    wy = np.asarray(tr.angvel[:, 0, 1], np.float64)
+    t = np.asarray(tr.time, np.float64)
+    i = np.nonzero(np.sign(wy[1:]) != np.sign(wy[:-1]))[0]
+    tz = t[i] + (t[i + 1] - t[i]) * wy[i] / (wy[i] - wy[i + 1])  # linear interpolation
+    assert len(tz) >= 4
+    period = 2 * np.mean(np.diff(tz))
+    i_pivot = 0.125 + 1.5 * 0.5 ** 2
+    expect = 2 * np.pi * np.sqrt(i_pivot / (1.5 * 9.81 * 0.5))
+    assert abs(period / expect - 1) < 0.01, (period, expect)
+
+
+def test_urdf_errors():
+    with pytest.raises(SceneFileError, match=r"<string>:3: <joint>: unknown joint type"):
+        load_urdf("<robot name='r'>\n<link name='a'><inertial><mass value='1'/><inertia ixx='1' iyy='1' izz='1'/></inertial></link>\n"
+                  "<joint name='j' type='helical'><parent link='a'/><child link='b'/></joint>\n"
+                  "<link name='b'><inertial><mass value='1'/><inertia ixx='1' iyy='1' izz='1'/></inertial></link></robot>")
+    with pytest.raises(SceneFileError, match=r"<string>:2"):
+        load_urdf("<robot name='r'>\n<link name='a'></robot>")
