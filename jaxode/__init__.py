@@ -23,6 +23,10 @@ from jaxode.surface import Surface, erp_cfm_from_kp_kd
 from jaxode import metrics  # noqa: E402
 from jaxode.sweep import SweepResult, sweep  # noqa: E402
 from jaxode.types import Contacts, Model, Params, State, Trajectory, batch
+from jaxode.io import load, save  # noqa: E402
+from jaxode.io._xml import JaxodeFormatWarning, SceneFileError  # noqa: E402
+from jaxode.io.sdf import load_sdf  # noqa: E402
+from jaxode.io.urdf import load_urdf  # noqa: E402
 
 __version__ = "0.1.0"
 __all__ = [
@@ -40,4 +44,5 @@ __all__ = [
     "pr_position", "pr_position_rate", "pr_angle", "pr_angle_rate", "add_pr_torque",
     "piston_position", "piston_position_rate", "piston_angle", "piston_angle_rate",
     "add_piston_force",
+    "save", "load", "load_sdf", "load_urdf", "JaxodeFormatWarning", "SceneFileError",
 ]
