@@ -215,7 +215,7 @@ def test_urdf_pendulum_period():
     the pivot = I_c + m d^2 (rod of length 1: I_c = m L^2 / 12 = 0.125 kg m^2)."""
     b = load_urdf(_PENDULUM, fixed_base=True)
     assert b.geom_materials == {0: "steel"}
-    assert b.urdf_joints["pivot"]["effort"] == 5.0 and b.urdf_joints["pivot"]["velocity"] == 3.0
+    assert b.joint_info["pivot"]["effort"] == 5.0 and b.joint_info["pivot"]["velocity"] == 3.0
     m = b.build()
     s = jaxode.init(m)
     w0 = 0.02  # rad/s about y: amplitude ~ 0.008 rad
@@ -241,3 +241,56 @@ def test_urdf_errors():
                   "<link name='b'><inertial><mass value='1'/><inertia ixx='1' iyy='1' izz='1'/></inertial></link></robot>")
     with pytest.raises(SceneFileError, match=r"<string>:2"):
         load_urdf("<robot name='r'>\n<link name='a'></robot>")
+
+
+_PENDULUM_SDF = """<sdf version="1.6"><model name="p">
+  <pose>0 0 2 0 0 0</pose>
+  <link name="arm"><pose>0 0 -0.5 0 0 0</pose>
+    <inertial><mass>1.5</mass><inertia><ixx>0.125</ixx><iyy>0.125</iyy><izz>0.001</izz></inertia></inertial>
+    <collision name="c"><pose>0 0 -0.7 0 0 0</pose><geometry><capsule><radius>0.05</radius><length>0.2</length></capsule></geometry></collision>
+  </link>
+  <joint name="pivot" type="revolute"><parent>world</parent><child>arm</child>
+    <pose>0 0 0.5 0 0 0</pose>
+    <axis><xyz>0 1 0</xyz><use_parent_model_frame>true</use_parent_model_frame>
+      <limit><lower>-1e16</lower><upper>1e16</upper><effort>5</effort><velocity>3</velocity></limit></axis>
+  </joint>
+</model></sdf>"""
+
+
+def test_sdf_pendulum_equals_urdf_pendulum():
+    """The SDF description of the URDF pendulum (joint pose in the child frame, axis in
+    the model frame) builds the same body, capsule and hinge: the URDF period test
+    (analytic truth) then covers the SDF joint path too."""
+    mu = load_urdf(_PENDULUM, fixed_base=True).build()
+    ms = load_sdf(_PENDULUM_SDF)
+    assert ms.joint_info["pivot"]["effort"] == 5.0
+    ms = ms.build()
+    np.testing.assert_allclose(np.asarray(ms.params.body_inertia), np.asarray(mu.params.body_inertia))
+    np.testing.assert_allclose(np.asarray(ms.geom_pos[-1]), np.asarray(mu.geom_pos[-1]), atol=1e-12)
+    for gs, gu in zip(ms.joint_groups, mu.joint_groups):
+        for f in ("anchor1", "anchor2", "axis1", "axis2", "body1", "body2"):
+            np.testing.assert_allclose(np.asarray(getattr(gs, f)), np.asarray(getattr(gu, f)), atol=1e-6)
+
+
+def test_sdf_all_joint_types_build():
+    links = "".join(
+        f"<link name='l{i}'><pose>{i} 0 1 0 0 0</pose><inertial><mass>1</mass></inertial>"
+        f"<collision name='c'><geometry><sphere><radius>0.1</radius></sphere></geometry></collision></link>"
+        for i in range(7))
+    joints = """
+      <joint name='r' type='revolute'><parent>world</parent><child>l0</child><axis><xyz>0 1 0</xyz>
+        <dynamics><friction>0.3</friction></dynamics></axis></joint>
+      <joint name='p' type='prismatic'><parent>l0</parent><child>l1</child><axis><xyz>1 0 0</xyz>
+        <limit><lower>-0.1</lower><upper>0.2</upper></limit></axis></joint>
+      <joint name='b' type='ball'><parent>l1</parent><child>l2</child></joint>
+      <joint name='u' type='universal'><parent>l2</parent><child>l3</child><axis><xyz>1 0 0</xyz></axis>
+        <axis2><xyz>0 1 0</xyz></axis2></joint>
+      <joint name='h2' type='revolute2'><parent>l3</parent><child>l4</child><axis><xyz>0 0 1</xyz></axis>
+        <axis2><xyz>0 1 0</xyz></axis2><physics><ode><suspension><cfm>0.01</cfm><erp>0.3</erp></suspension></ode></physics></joint>
+      <joint name='f' type='fixed'><parent>l4</parent><child>l5</child></joint>
+      <joint name='g' type='gearbox'><parent>l5</parent><child>l6</child></joint>"""
+    with pytest.warns(JaxodeFormatWarning, match="gearbox"):
+        b = load_sdf(f"<sdf version='1.6'><model name='m'>{links}{joints}</model></sdf>")
+    assert len(b.joints) == 6
+    m = b.build()
+    assert m.njoint == 6

@@ -12,9 +12,10 @@ orientation, as ODE requires), collisions (box, sphere, capsule, plane) with
 soft_cfm/soft_erp/kp/kd/max_vel/min_depth) and ``<max_contacts>``; joints
 revolute, prismatic, ball, universal, revolute2, fixed with ``<axis>`` xyz
 (joint frame; ``use_parent_model_frame`` / ``expressed_in="__model__"``: model
-frame), ``<limit>`` lower/upper, ``<dynamics><friction>`` (ODE motor with target
-velocity 0 and fmax = friction, as Gazebo), ``<physics><ode>`` cfm, suspension
-cfm/erp (revolute2), limit cfm/erp; ``<include>`` of ``model://name`` through
+frame), ``<limit>`` lower/upper (effort/velocity, the actuator limits, are recorded in
+``builder.joint_info[name]`` with the joint index), ``<dynamics><friction>`` (ODE motor with target
+velocity 0 and fmax = friction, as Gazebo), ``<physics><ode>`` cfm, fudge_factor, bounce, max_force (fmax), velocity (vel), suspension
+cfm/erp (revolute2), limit cfm/erp (stop_cfm/stop_erp); ``<include>`` of ``model://name`` through
 ``search_path`` plus ``$GAZEBO_MODEL_PATH`` and ``$SDF_PATH``.
 
 Gazebo attaches joints as (child, parent): body 1 is the child link.
@@ -371,11 +372,7 @@ class _Loader:
                 for tag in ("effort", "velocity"):
                     if lim.find(tag) is not None:
                         lim.find(tag).used = True
-                for tag, key in (("cfm", "stop_cfm"), ("erp", "stop_erp")):
-                    v = doc.num(lim, tag)
-                    if v is not None:
-                        params[key + suf] = v
-                self._rest(doc, lim, {"lower", "upper", "effort", "velocity", "cfm", "erp", "stiffness", "dissipation"})
+                self._rest(doc, lim, {"lower", "upper", "effort", "velocity"})
             dyn = a.find("dynamics")
             if dyn is not None:
                 f = doc.num(dyn, "friction")
@@ -392,20 +389,37 @@ class _Loader:
 
         a1, n1 = axis("axis")
         a2, n2 = axis("axis2")
+        ode_sufs = {"revolute": ("",), "prismatic": ("",), "universal": ("", "2"),
+                    "revolute2": ("", "2")}.get(t, ())
         dflt = np.array([0.0, 0.0, 1.0])
         susp = {}
         ph = jn.find("physics")
         if ph is not None:
             ode = ph.find("ode")
             if ode is not None:
-                v = doc.num(ode, "cfm")
-                if v is not None:
-                    params["cfm"] = v
+                # Gazebo's ODEJoint: cfm -> dParamCFM, fudge_factor, bounce, max_force ->
+                # dParamFMax, velocity -> dParamVel, <limit> cfm/erp -> dParamStopCFM/ERP
+                # (every axis of the joint).
+                for tag, key in (("cfm", "cfm"), ("fudge_factor", "fudge_factor"), ("bounce", "bounce"),
+                                 ("max_force", "fmax"), ("velocity", "vel")):
+                    v = doc.num(ode, tag)
+                    if v is not None:
+                        for suf in ode_sufs:
+                            params[key + suf] = v
+                lm = ode.find("limit")
+                if lm is not None:
+                    for tag, key in (("cfm", "stop_cfm"), ("erp", "stop_erp")):
+                        v = doc.num(lm, tag)
+                        if v is not None:
+                            for suf in ode_sufs:
+                                params[key + suf] = v
+                    self._rest(doc, lm, {"cfm", "erp"})
                 sp = ode.find("suspension")
                 if sp is not None:
                     susp = dict(suspension_cfm=doc.num(sp, "cfm"), suspension_erp=doc.num(sp, "erp"))
                     self._rest(doc, sp, {"cfm", "erp"})
-                self._rest(doc, ode, {"cfm", "suspension"})
+                self._rest(doc, ode, {"cfm", "suspension", "fudge_factor", "bounce", "max_force",
+                                      "velocity", "limit"})
             self._rest(doc, ph, {"ode"})
         try:
             if t == "revolute":
@@ -428,6 +442,12 @@ class _Loader:
                 self.b.add_hinge2(child, parent, anchor=J.p, axis1=a1, axis2=a2, **susp, **params)
         except (ValueError, TypeError) as e:
             raise doc.error(jn, f"joint {name!r}: {e}") from None
+        lim = n1.find("limit") if n1 is not None else None
+        if not hasattr(self.b, "joint_info"):
+            self.b.joint_info = {}
+        self.b.joint_info[name] = dict(index=len(self.b.joints) - 1, type=t,
+                                       effort=doc.num(lim, "effort", math.inf),
+                                       velocity=doc.num(lim, "velocity", math.inf))
         self._rest(doc, jn, {"parent", "child", "pose", "axis", "axis2", "physics"})
 
 

@@ -13,7 +13,7 @@ Joints: revolute (stops from ``<limit lower upper>``), continuous, prismatic,
 fixed, floating (no constraint); ``<axis xyz>`` in the joint frame.
 ``<dynamics friction>`` becomes ODE's joint friction: a motor with target
 velocity 0 and fmax = friction (Gazebo/ODE semantics); ``<limit effort velocity>``
-are the actuator limits, recorded in ``builder.urdf_joints[name]`` (dict with
+are the actuator limits, recorded in ``builder.joint_info[name]`` (dict with
 index, type, effort [N m or N], velocity [rad/s or m/s]) for controllers: pass
 ``fmax=effort`` when driving a joint's motor. ``<dynamics damping>`` warns (no
 joint damping yet). RaiSim's material hook ``<collision><material><contact
@@ -86,8 +86,8 @@ def load_urdf(path_or_string, base_pos: Sequence[float] = (0.0, 0.0, 0.0), fixed
     b = builder if builder is not None else WorldBuilder(gravity=(0.0, 0.0, -9.81))
     if not hasattr(b, "geom_materials"):
         b.geom_materials = {}
-    if not hasattr(b, "urdf_joints"):
-        b.urdf_joints = {}
+    if not hasattr(b, "joint_info"):
+        b.joint_info = {}
     links = {n.attrib.get("name"): n for n in r.findall("link")}
     joints = r.findall("joint")
     children = {}
@@ -237,7 +237,7 @@ def load_urdf(path_or_string, base_pos: Sequence[float] = (0.0, 0.0, 0.0), fixed
                 idx = None
         except ValueError as e:
             raise doc.error(j, f"joint {jname!r}: {e}") from None
-        b.urdf_joints[jname] = dict(index=idx, type=t, effort=effort, velocity=velocity)
+        b.joint_info[jname] = dict(index=idx, type=t, effort=effort, velocity=velocity)
         _rest(doc, j, {"parent", "child", "origin", "axis", "limit", "dynamics", "safety_controller",
                        "calibration", "mimic"} - {"safety_controller", "calibration", "mimic"})
 
