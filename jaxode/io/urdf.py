@@ -31,7 +31,7 @@ import numpy as np
 
 from jaxode import mass as mass_lib
 from jaxode.builder import WorldBuilder
-from jaxode.io._xml import Doc, JaxodeFormatWarning, Node, Pose, SceneFileError, quat_rot, rpy_quat
+from jaxode.io._xml import Doc, Node, Pose, SceneFileError, quat_rot, rpy_quat
 
 __all__ = ["load_urdf"]
 
@@ -238,8 +238,7 @@ def load_urdf(path_or_string, base_pos: Sequence[float] = (0.0, 0.0, 0.0), fixed
         except ValueError as e:
             raise doc.error(j, f"joint {jname!r}: {e}") from None
         b.joint_info[jname] = dict(index=idx, type=t, effort=effort, velocity=velocity)
-        _rest(doc, j, {"parent", "child", "origin", "axis", "limit", "dynamics", "safety_controller",
-                       "calibration", "mimic"} - {"safety_controller", "calibration", "mimic"})
+        _rest(doc, j, {"parent", "child", "origin", "axis", "limit", "dynamics"})
 
     root = roots[0]
     L0 = Pose(np.asarray(base_pos, np.float64))
