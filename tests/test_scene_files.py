@@ -106,6 +106,7 @@ def test_seed_max_vel(seed_runs):
     separate at 0.1 m/s after the first step."""
     _, _, tr = seed_runs[0]
     sep = float(tr.vel[0, 0, 2] - tr.vel[0, 1, 2])  # after the first step
+    print("separating speed", sep)
     assert abs(sep - 0.1) < 2e-3, sep
 
 
@@ -114,6 +115,7 @@ def test_seed_min_depth(seed_runs):
     apart until the remaining penetration equals min_depth (0.5)."""
     _, st, _ = seed_runs[1]
     depth = 1.0 - float(np.linalg.norm(st.pos[0] - st.pos[1]))
+    print("rest depth", depth)
     assert abs(depth - 0.5) < 2e-3, depth
 
 
@@ -233,6 +235,7 @@ def test_urdf_pendulum_period():
     period = 2 * np.mean(np.diff(tz))
     i_pivot = 0.125 + 1.5 * 0.5 ** 2
     expect = 2 * np.pi * np.sqrt(i_pivot / (1.5 * 9.81 * 0.5))
+    print("period", period, expect)
     assert abs(period / expect - 1) < 0.01, (period, expect)
 
 
