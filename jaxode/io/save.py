@@ -1,125 +1,107 @@
-"""Saving a model and a (batch of) state(s) to disk, and restoring them exactly.
+"""Save and restore a model and a (batch of) states: one ``.npz`` file.
 
-ODE's FAQ asks how to save and restore a simulation so that it continues as if
-never interrupted. In jaxode the whole simulation is two pytrees, the
-:class:`~jaxode.Model` (structure and per-world ``params``) and the
-:class:`~jaxode.State`, so ``save`` writes every array leaf bit for bit and
-``load`` rebuilds the same pytrees: a rollout resumed from a loaded state
-continues bit for bit as the uninterrupted one on the same backend
-(``tests/test_io_save.py``).
+Format (version ``FORMAT_VERSION``), a plain numpy ``.npz`` archive:
 
-File format (``.npz``, numpy's zip of ``.npy`` arrays):
+* ``__jaxode_format__``: int64 scalar, the format version (1).
+* ``__structure__``: a JSON string (0-d unicode array) describing the two
+  trees ``model`` and ``states``. A node is one of
+  ``{"dc": "module:Class", "f": {field: node}}`` (a jaxode pytree dataclass;
+  static fields are stored in the JSON, array fields as nodes),
+  ``{"a": "key"}`` (an array stored in the archive under ``key``),
+  ``{"t": [node, ...]}`` (tuple), ``{"l": [...]}`` (list), ``{"d": {k: node}}``
+  (dict), or a JSON scalar (int, float, str, bool, null).
+* one entry per array leaf, named by its path (``model/params/mu``,
+  ``states/pos``, ...), with its exact dtype and shape (a batch axis included).
 
-=========================== ==================================================
-key                         content
-=========================== ==================================================
-``__format__``              the string ``"jaxode-npz"``
-``__format_version__``      int, :data:`FORMAT_VERSION` (1)
-``__jaxode_version__``      the jaxode version that wrote the file
-``model/<path>``            every array leaf of the model, ``<path>`` being its
-                            ``jax.tree_util.keystr`` (``.params.mu``, ...)
-``__model_treedef__``       the model's tree structure with its static
-                            fields (shapes, capacities, type tables), a pickled
-                            ``PyTreeDef`` as uint8 bytes
-``states/<path>``           every array leaf of the states (any batch shape)
-``__states_treedef__``      their tree structure, pickled likewise
-``meta/<name>``             optional user arrays (``meta=`` of :func:`save`)
-=========================== ==================================================
-
-The arrays keep their dtypes (float32 or float64) and shapes, so the backend
-and precision of the run that loads them decide nothing that the file fixed.
-The tree structures are pickles: load only files you trust (as with
-``pickle``), with the jaxode version that wrote them (checked).
+Arrays are written bit for bit (``np.savez`` stores raw bytes), so a rollout
+continued from a loaded state is identical to the uninterrupted one on the same
+backend. Only classes from the ``jaxode`` package are reconstructed on load (no
+pickle; ``allow_pickle=False``).
 """
 from __future__ import annotations
 
-import io
+import dataclasses
+import importlib
+import json
 import os
-import pickle
-from typing import Any, Mapping, Optional, Union
+from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
-FORMAT = "jaxode-npz"
 FORMAT_VERSION = 1
 
-PathLike = Union[str, os.PathLike, io.IOBase]
+
+def _encode(x: Any, key: str, arrays: dict) -> Any:
+    if dataclasses.is_dataclass(x) and not isinstance(x, type):
+        cls = type(x)
+        if not cls.__module__.startswith("jaxode"):
+            raise ValueError(f"save: {key}: only jaxode dataclasses can be saved (got {cls.__module__}.{cls.__qualname__})")
+        return {"dc": f"{cls.__module__}:{cls.__qualname__}",
+                "f": {f.name: _encode(getattr(x, f.name), f"{key}/{f.name}", arrays)
+                      for f in dataclasses.fields(x)}}
+    if isinstance(x, (jax.Array, np.ndarray, np.generic)):
+        arrays[key] = np.asarray(x)
+        return {"a": key}
+    if isinstance(x, tuple):
+        return {"t": [_encode(v, f"{key}/{i}", arrays) for i, v in enumerate(x)]}
+    if isinstance(x, list):
+        return {"l": [_encode(v, f"{key}/{i}", arrays) for i, v in enumerate(x)]}
+    if isinstance(x, dict):
+        for k in x:
+            if not isinstance(k, str):
+                raise ValueError(f"save: {key}: dict keys must be strings (got {k!r})")
+        return {"d": {k: _encode(v, f"{key}/{k}", arrays) for k, v in x.items()}}
+    if x is None or isinstance(x, (bool, int, float, str)):
+        return x
+    raise ValueError(f"save: {key}: cannot store a value of type {type(x).__name__}")
 
 
-def _leaves(prefix: str, tree: Any) -> tuple[dict, np.ndarray]:
-    flat, treedef = jax.tree_util.tree_flatten_with_path(tree)
-    arrays = {f"{prefix}/{jax.tree_util.keystr(path)}": np.asarray(leaf) for path, leaf in flat}
-    if len(arrays) != len(flat):
-        raise ValueError(f"save: two leaves of the {prefix} share a path")
-    return arrays, np.frombuffer(pickle.dumps(treedef), dtype=np.uint8)
+def _decode(node: Any, arrays, where: str) -> Any:
+    if isinstance(node, dict):
+        if "a" in node:
+            return jnp.asarray(arrays[node["a"]])
+        if "t" in node:
+            return tuple(_decode(v, arrays, where) for v in node["t"])
+        if "l" in node:
+            return [_decode(v, arrays, where) for v in node["l"]]
+        if "d" in node:
+            return {k: _decode(v, arrays, where) for k, v in node["d"].items()}
+        if "dc" in node:
+            mod, _, name = node["dc"].partition(":")
+            if not (mod == "jaxode" or mod.startswith("jaxode.")):
+                raise ValueError(f"load: {where}: refusing to build class {node['dc']!r} (not jaxode)")
+            cls = getattr(importlib.import_module(mod), name)
+            return cls(**{k: _decode(v, arrays, where) for k, v in node["f"].items()})
+        raise ValueError(f"load: {where}: malformed structure node {node!r}")
+    return node
 
 
-def save(path: PathLike, model, states=None, meta: Optional[Mapping[str, Any]] = None) -> None:
-    """Write ``model`` and optionally ``states`` (a State or a batch of them, any
-    pytree of arrays) to ``path`` (``.npz``; a file object works too), exactly.
-
-    meta: optional name -> array (e.g. the step count, a seed) stored as ``meta/<name>``.
-    """
-    from jaxode import __version__
-
-    arrays = {"__format__": np.array(FORMAT), "__format_version__": np.array(FORMAT_VERSION),
-              "__jaxode_version__": np.array(__version__)}
-    a, td = _leaves("model", model)
-    arrays.update(a)
-    arrays["__model_treedef__"] = td
-    if states is not None:
-        a, td = _leaves("states", states)
-        arrays.update(a)
-        arrays["__states_treedef__"] = td
-    for name, value in (meta or {}).items():
-        if not isinstance(name, str) or not name:
-            raise ValueError(f"save: meta keys must be non-empty strings (got {name!r})")
-        arrays[f"meta/{name}"] = np.asarray(value)
-    np.savez(path, **arrays)
+def save(path, model, states) -> None:
+    """Write ``model`` (a :class:`jaxode.Model`) and ``states`` (a
+    :class:`jaxode.State`, batched or not, or any pytree of jaxode dataclasses
+    and arrays) to the ``.npz`` file ``path`` (format in the module docstring)."""
+    arrays: dict = {}
+    structure = {"model": _encode(model, "model", arrays), "states": _encode(states, "states", arrays)}
+    payload = {"__jaxode_format__": np.int64(FORMAT_VERSION),
+               "__structure__": np.array(json.dumps(structure))}
+    payload.update(arrays)
+    with open(os.fspath(path), "wb") as f:
+        np.savez(f, **payload)
 
 
-def _tree(data, prefix: str, where: str):
-    treedef = pickle.loads(data[f"__{prefix}_treedef__"].tobytes())
-    keys = [k for k in data.files if k.startswith(prefix + "/")]
-    flat_paths = [jax.tree_util.keystr(p) for p in _paths_of(treedef)]
-    missing = [p for p in flat_paths if f"{prefix}/{p}" not in keys]
-    if missing or len(keys) != len(flat_paths):
-        raise ValueError(f"load: {where}: the {prefix} arrays do not match the stored structure "
-                         f"(missing {missing[:3]}, {len(keys)} arrays for {len(flat_paths)} leaves)")
-    leaves = [data[f"{prefix}/{p}"] for p in flat_paths]
-    return jax.tree_util.tree_unflatten(treedef, [jax.numpy.asarray(x) for x in leaves])
-
-
-def _paths_of(treedef):
-    """Key paths of a treedef's leaves (rebuilt on placeholder leaves)."""
-    dummy = jax.tree_util.tree_unflatten(treedef, list(range(treedef.num_leaves)))
-    return [p for p, _ in jax.tree_util.tree_flatten_with_path(dummy)[0]]
-
-
-def load(path: PathLike) -> tuple:
-    """Read a file written by :func:`save`: returns ``(model, states, meta)`` with
-    ``states`` None if none were saved and ``meta`` a dict of numpy arrays.
-
-    Raises ValueError naming the file if it is not a jaxode file, is of another
-    format version, or was written by another jaxode version.
-    """
-    from jaxode import __version__
-
-    where = (os.fspath(path) if isinstance(path, (str, os.PathLike))
-             else str(getattr(path, "name", "<file>")))
-    with np.load(path, allow_pickle=False) as data:
-        if "__format__" not in data.files or str(data["__format__"]) != FORMAT:
-            raise ValueError(f"load: {where} is not a jaxode save file (no __format__ = {FORMAT!r})")
-        version = int(data["__format_version__"])
+def load(path):
+    """Read a file written by :func:`save`; returns ``(model, states)`` with the
+    saved dtypes, shapes and bits."""
+    path = os.fspath(path)
+    with np.load(path, allow_pickle=False) as z:
+        if "__jaxode_format__" not in z.files or "__structure__" not in z.files:
+            raise ValueError(f"load: {path}: not a jaxode save file (no __jaxode_format__ key)")
+        version = int(z["__jaxode_format__"])
         if version != FORMAT_VERSION:
-            raise ValueError(f"load: {where} has format version {version}; this jaxode reads "
-                             f"{FORMAT_VERSION}")
-        written = str(data["__jaxode_version__"])
-        if written != __version__:
-            raise ValueError(f"load: {where} was written by jaxode {written}; this is jaxode "
-                             f"{__version__} (the stored model structure is version-specific)")
-        model = _tree(data, "model", where)
-        states = _tree(data, "states", where) if "__states_treedef__" in data.files else None
-        meta = {k[len("meta/"):]: data[k] for k in data.files if k.startswith("meta/")}
-    return model, states, meta
+            raise ValueError(f"load: {path}: format version {version} is not supported "
+                             f"(this jaxode reads version {FORMAT_VERSION})")
+        structure = json.loads(str(z["__structure__"]))
+        arrays = {k: z[k] for k in z.files}
+    return (_decode(structure["model"], arrays, path), _decode(structure["states"], arrays, path))
