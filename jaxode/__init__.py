@@ -30,7 +30,7 @@ from jaxode.rendering import grid as render_grid  # noqa: E402
 from jaxode.sharding import shard_worlds, world_mesh  # noqa: E402
 from jaxode.types import Contacts, Model, Params, State, Trajectory, batch
 from jaxode.io import load, save  # noqa: E402
-from jaxode.io._xml import JaxodeFormatWarning, SceneFileError  # noqa: E402
+from jaxode.io.xml_util import JaxodeFormatWarning  # noqa: E402
 from jaxode.io.sdf import load_sdf  # noqa: E402
 from jaxode.io.urdf import load_urdf  # noqa: E402
 
@@ -53,5 +53,5 @@ __all__ = [
     "add_piston_force", "raycast",
     "Camera", "render", "render_grid", "render_trajectory", "save_gif",
     "shard_worlds", "world_mesh",
-    "save", "load", "load_sdf", "load_urdf", "JaxodeFormatWarning", "SceneFileError",
+    "save", "load", "load_sdf", "load_urdf", "JaxodeFormatWarning",
 ]

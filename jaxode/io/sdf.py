@@ -1,28 +1,62 @@
-"""SDFormat (1.4 - 1.7) worlds and models -> :class:`jaxode.WorldBuilder`.
+"""Load Gazebo SDFormat 1.4-1.7 worlds and models into a :class:`WorldBuilder`.
 
-Supported: ``<physics>`` (max_step_size -> ``builder.dt``; real_time_update_rate
-and real_time_factor are wall-clock pacing and ignored with a warning),
-``<gravity>``, ``<ode><solver>`` type/iters/sor/friction_model,
-``<ode><constraints>`` cfm/erp/contact_max_correcting_vel/contact_surface_layer;
-models (nested, ``<static>``, ``<pose>``, SDF 1.7 ``relative_to`` naming the
-parent model or one of its links), links (``<pose>``, ``<inertial>`` mass, pose,
-inertia; the body is placed at the centre of mass with the inertial frame's
-orientation, as ODE requires), collisions (box, sphere, capsule, plane) with
-``<surface>`` (friction ode mu/mu2/fdir1/slip1/slip2, bounce, contact ode
-soft_cfm/soft_erp/kp/kd/max_vel/min_depth) and ``<max_contacts>``; joints
-revolute, prismatic, ball, universal, revolute2, fixed with ``<axis>`` xyz
-(joint frame; ``use_parent_model_frame`` / ``expressed_in="__model__"``: model
-frame), ``<limit>`` lower/upper (effort/velocity, the actuator limits, are recorded in
-``builder.joint_info[name]`` with the joint index), ``<dynamics><friction>`` (ODE motor with target
-velocity 0 and fmax = friction, as Gazebo), ``<physics><ode>`` cfm, fudge_factor, bounce, max_force (fmax), velocity (vel), suspension
-cfm/erp (revolute2), limit cfm/erp (stop_cfm/stop_erp); ``<include>`` of ``model://name`` through
-``search_path`` plus ``$GAZEBO_MODEL_PATH`` and ``$SDF_PATH``.
+``load_sdf(path_or_string, search_path=None)`` reads ``<world>`` (or a bare
+``<model>``) and returns a builder with the world's parameters. What is read:
 
-Gazebo attaches joints as (child, parent): body 1 is the child link.
-Everything else (visuals, lights, sensors, plugins, cylinder geometry, joint
-damping, gearbox/screw joints, ...) is reported once per element name with its
-line as a :class:`JaxodeFormatWarning`; malformed XML or bad values raise
-:class:`SceneFileError` naming file, line and element.
+* ``<physics type="ode">``: ``max_step_size`` -> ``builder.dt`` [s];
+  ``<gravity>`` (world level in 1.5+, physics level in 1.4); ``<ode><solver>``
+  ``iters``, ``sor``, ``friction_model`` (pyramid_model / box_model /
+  cone_model); ``<ode><constraints>`` ``cfm``, ``erp``,
+  ``contact_max_correcting_vel``, ``contact_surface_layer``. SDF's defaults
+  apply to what is absent (gravity (0, 0, -9.8), erp 0.2, cfm 0, iters 50,
+  sor 1.3, correcting vel 100 m/s, surface layer 1 mm, step 1 ms).
+  ``real_time_update_rate`` / ``real_time_factor`` / ``type`` ``world`` (Dantzig)
+  are noted with a warning: jaxode always steps with QuickStep (PGS).
+* ``<model>`` (``<pose>``, ``<static>``, nested models, ``<include>`` of
+  ``model://NAME`` found in ``search_path`` then ``$GAZEBO_MODEL_PATH`` and
+  ``$SDF_PATH``: ``NAME/model.config``'s ``<sdf>`` file, else ``NAME/model.sdf``).
+* ``<link>``: ``<pose>``, ``<inertial>`` (mass, pose, ixx..izz; SDF default
+  1 kg, unit inertia), ``<gravity>``. The body is placed at the inertial frame
+  (ODE needs the centre of mass at the body origin); collision geoms are
+  offset accordingly. Links of static models are static geoms.
+* ``<collision>``: ``<pose>``, ``<geometry>`` box / sphere / cylinder /
+  capsule / plane (heightmap, mesh, polyline: warned, skipped), ``<max_contacts>``
+  and ``<surface>``: friction ``<ode>`` mu, mu2, fdir1, slip1, slip2;
+  ``<torsional>`` coefficient, patch_radius; ``<bounce>``
+  restitution_coefficient, threshold; ``<contact><ode>`` soft_cfm, soft_erp,
+  kp, kd, max_vel, min_depth. SDF's surface defaults (mu = mu2 = 1,
+  max_vel 0.01 m/s, min_depth 0) apply when the element is absent; soft_erp,
+  soft_cfm, kp, kd, slip only when given (unset: the world's erp/cfm).
+* ``<joint>`` revolute (hinge), prismatic (slider), ball, universal,
+  revolute2 (hinge-2, body 1 = parent, body 2 = child), fixed; gearbox and
+  screw are out of scope (warned, skipped). ``parent``/``child`` ``world`` (or
+  a static link) = the static world. ``<pose>``: joint frame in the child link
+  frame. ``<axis><xyz>`` in the joint frame (the model frame in SDF 1.4, with
+  ``use_parent_model_frame``, or ``expressed_in="__model__"``).
+  ``<limit>`` lower/upper -> stops (|x| >= 1e16: none); effort and velocity
+  are recorded in ``builder.sdf_info["joint_limits"]`` only: Gazebo's ODE
+  plugin uses them to clamp commanded forces, not as a motor.
+  ``<dynamics><friction>`` -> motor with vel 0 and fmax = friction (as
+  Gazebo's ODE plugin); ``<dynamics><damping>`` is warned (jaxode has no
+  joint damping). ``<physics><ode>``: cfm, fudge_factor, bounce,
+  ``<limit>`` cfm/erp (stop_cfm/stop_erp), ``<suspension>`` cfm/erp.
+* Poses: ``x y z roll pitch yaw`` with ``R = Rz(yaw) Ry(pitch) Rx(roll)``,
+  composed through nested models; SDF 1.7 ``relative_to`` may name a link,
+  a nested model, a ``<frame>`` or ``__model__`` of the same model.
+
+Other elements are reported by :class:`JaxodeFormatWarning`, once per element
+name, with the line; ``visual``, ``light``, ``scene``, ``gui``, ``audio``,
+``sensor``, ``material`` (visual), ``spherical_coordinates`` have no physics and
+are skipped silently. Bad XML or values raise ``ValueError`` naming the file
+(``"<string>"`` for text), the line and the element.
+
+The builder gets ``builder.dt`` (the step) and ``builder.sdf_info``: a dict
+with ``bodies`` (scoped link name -> body index), ``geoms`` (scoped collision
+name -> geom index), ``joints`` (scoped joint name -> joint index),
+``joint_limits`` (name -> (effort, velocity)), ``collide_groups`` (model ->
+category bit: as in Gazebo, the links of one model collide with each other
+only with ``<self_collide>``; up to 32 such models) and ``unsupported`` (tag, line,
+why) for everything skipped.
 """
 from __future__ import annotations
 
@@ -34,466 +68,582 @@ import numpy as np
 
 from jaxode import mass as mass_lib
 from jaxode.builder import WorldBuilder
-from jaxode.io._xml import Doc, JaxodeFormatWarning, Node, Pose, SceneFileError, quat_rot, rpy_quat
-from jaxode.surface import Surface, erp_cfm_from_kp_kd
+from jaxode.surface import Surface
+from jaxode.io.xml_util import Node, Reporter, inv, mat_to_quat, parse, transform
 
-__all__ = ["load_sdf", "JaxodeFormatWarning", "SceneFileError"]
+NO_PHYSICS = {"visual", "light", "scene", "gui", "audio", "sensor", "spherical_coordinates",
+              "projector", "battery", "enable_wind"}
+FRICTION = {"pyramid_model": "pyramid", "box_model": "box", "cone_model": "cone"}
+BIG = 1e16  # SDF's "no limit" for joint stops
 
-_IGNORED_NOTE = "not simulated by jaxode (ignored)"
 
-
-def _pose(doc: Doc, parent: Node) -> tuple[Pose, Optional[str]]:
-    n = parent.find("pose")
-    if n is None:
-        return Pose(), None
-    v = doc.floats(n, 6)
-    return Pose(v[:3], rpy_quat(*v[3:])), n.attrib.get("relative_to") or n.attrib.get("frame") or None
+def _search_dirs(search_path) -> list[str]:
+    dirs: list[str] = []
+    if search_path is not None:
+        dirs += [search_path] if isinstance(search_path, (str, os.PathLike)) else list(search_path)
+    for var in ("GAZEBO_MODEL_PATH", "SDF_PATH"):
+        dirs += [d for d in os.environ.get(var, "").split(os.pathsep) if d]
+    return [os.fspath(d) for d in dirs]
 
 
 class _Loader:
-    def __init__(self, search_path: Sequence[str]):
-        self.search = list(search_path)
-        for env in ("GAZEBO_MODEL_PATH", "SDF_PATH"):
-            self.search += [p for p in os.environ.get(env, "").split(os.pathsep) if p]
+    def __init__(self, rep: Reporter, search_path):
+        self.rep = rep
+        self.search = _search_dirs(search_path)
         self.b: Optional[WorldBuilder] = None
-        self.dt = 0.001
-        self.docs: list = []
+        self.version = (1, 6)
+        self.links: dict[str, dict] = {}
+        self.info = dict(bodies={}, geoms={}, joints={}, joint_limits={}, collide_groups={},
+                         unsupported=[])
 
-    # ------------------------------------------------------------- unsupported
-    def _rest(self, doc: Doc, node: Node, handled: set) -> None:
+    # ---------------------------------------------------------------- helpers
+    def skip(self, node: Node, known: Sequence[str] = ()) -> None:
+        """Warn about children of ``node`` not in ``known``."""
         for c in node.children:
-            if c.tag not in handled:
-                doc.warn(c, f"element <{c.tag}> in <{node.tag}> is {_IGNORED_NOTE}")
+            if c.tag in known or c.tag in NO_PHYSICS:
+                continue
+            self.rep.warn(c, f"element <{c.tag}> in <{node.tag}> is not supported, ignored",
+                          key=c.tag)
 
-    # ------------------------------------------------------------------ world
-    def world(self, doc: Doc, w: Node) -> None:
-        phys = w.find("physics")
-        kw = {}
-        g = doc.vec(w, "gravity", 3)
+    def pose(self, node: Node, frames=None, default_T=None) -> np.ndarray:
+        """World transform of ``node``'s ``<pose>`` relative to ``default_T``
+        (or the frame its ``relative_to`` / 1.4 ``frame`` attribute names)."""
+        p = node.find("pose")
+        base = default_T
+        if p is None:
+            return base.copy()
+        rel = p.attrib.get("relative_to", p.attrib.get("frame", ""))
+        if rel:
+            if frames is None:
+                raise self.rep.error(p, f"relative_to={rel!r}: no frames to refer to here")
+            base = frames(rel, p)
+        v = self.rep.floats(p, None)
+        if v.size != 6:
+            raise self.rep.error(p, f"expected 6 numbers 'x y z roll pitch yaw' (got {p.text!r})")
+        return base @ transform(v[:3], v[3:])
+
+    # ----------------------------------------------------------------- world
+    def world(self, node: Node, is_world: bool) -> WorldBuilder:
+        rep = self.rep
+        g = np.array([0.0, 0.0, -9.8])
+        kw = dict(erp=0.2, cfm=0.0, iterations=50, sor=1.3, contact_max_correcting_vel=100.0,
+                  contact_surface_layer=0.001, friction_model="pyramid")
+        dt = 0.001
+        phys = node.find("physics") if is_world else None
+        if is_world and node.find("gravity") is not None:
+            g = rep.floats(node.find("gravity"), 3)
         if phys is not None:
-            t = phys.attrib.get("type", "ode")
-            if t != "ode":
-                doc.warn(phys, f"physics type {t!r}: jaxode simulates ODE semantics")
-            self.dt = doc.num(phys, "max_step_size", self.dt)
-            if not self.dt > 0:
-                raise doc.error(phys.find("max_step_size"), f"max_step_size must be > 0 s (got {self.dt})")
+            ptype = phys.attrib.get("type", "ode")
+            if ptype != "ode":
+                rep.warn(phys, f"physics type {ptype!r}: jaxode steps as ODE", key="physics type")
+            if phys.find("gravity") is not None:  # SDF 1.4
+                g = rep.floats(phys.find("gravity"), 3)
+            dt = rep.child_float(phys, "max_step_size", dt)
+            if not (dt > 0 and math.isfinite(dt)):
+                raise rep.error(phys.find("max_step_size"), f"must be > 0 s (got {dt})")
             for tag in ("real_time_update_rate", "real_time_factor"):
                 if phys.find(tag) is not None:
-                    doc.warn(phys.find(tag), f"<{tag}> paces wall-clock time; jaxode ignores it")
-            if g is None:
-                g = doc.vec(phys, "gravity", 3)
+                    rep.warn(phys.find(tag), "wall-clock pacing has no meaning in jaxode, ignored")
             ode = phys.find("ode")
             if ode is not None:
-                s = ode.find("solver")
-                if s is not None:
-                    st = s.find("type")
-                    if st is not None and st.text not in ("quick", "world"):
-                        raise doc.error(st, f"solver type must be 'quick' or 'world' (got {st.text!r})")
-                    if st is not None and st.text == "world":
-                        doc.warn(st, "solver type 'world' (dWorldStep, direct): jaxode uses "
-                                     "QuickStep iterations instead")
-                    it = doc.num(s, "iters")
-                    if it is not None:
+                sol = ode.find("solver")
+                if sol is not None:
+                    st = sol.find("type")
+                    if st is not None and st.text.strip() != "quick":
+                        rep.warn(st, f"solver type {st.text.strip()!r}: jaxode always uses "
+                                     "QuickStep (PGS) with the given iters", key="solver type")
+                    if sol.find("iters") is not None:
+                        it = rep.float(sol.find("iters"))
+                        if it != int(it) or it < 1:
+                            raise rep.error(sol.find("iters"), f"must be an integer >= 1 (got {it})")
                         kw["iterations"] = int(it)
-                    sor = doc.num(s, "sor")
-                    if sor is not None:
-                        kw["sor"] = sor
-                    fm = s.find("friction_model")
+                    kw["sor"] = rep.child_float(sol, "sor", kw["sor"])
+                    fm = sol.find("friction_model")
                     if fm is not None:
-                        if fm.text not in ("pyramid_model", "box_model", "pyramid", "box"):
-                            raise doc.error(fm, "friction_model must be pyramid_model or box_model "
-                                                f"(cone_model is not available; got {fm.text!r})")
-                        kw["friction_model"] = fm.text.replace("_model", "")
-                    self._rest(doc, s, {"type", "iters", "sor", "friction_model"})
-                c = ode.find("constraints")
-                if c is not None:
+                        if fm.text.strip() not in FRICTION:
+                            raise rep.error(fm, f"must be one of {sorted(FRICTION)} (got {fm.text!r})")
+                        kw["friction_model"] = FRICTION[fm.text.strip()]
+                    self.skip(sol, ("type", "iters", "sor", "friction_model"))
+                con = ode.find("constraints")
+                if con is not None:
                     for tag in ("cfm", "erp", "contact_max_correcting_vel", "contact_surface_layer"):
-                        v = doc.num(c, tag)
-                        if v is not None:
-                            kw[tag] = v
-                    self._rest(doc, c, {"cfm", "erp", "contact_max_correcting_vel", "contact_surface_layer"})
-                self._rest(doc, ode, {"solver", "constraints"})
-            self._rest(doc, phys, {"max_step_size", "real_time_update_rate", "real_time_factor",
-                                   "ode", "gravity"})
-        if g is None:
-            g = np.array([0.0, 0.0, -9.8])  # SDF default
+                        kw[tag] = rep.child_float(con, tag, kw[tag])
+                    self.skip(con, ("cfm", "erp", "contact_max_correcting_vel",
+                                    "contact_surface_layer"))
+                self.skip(ode, ("solver", "constraints"))
+            self.skip(phys, ("max_step_size", "real_time_update_rate", "real_time_factor", "ode",
+                             "gravity", "max_contacts"))
         try:
             self.b = WorldBuilder(gravity=g, **kw)
         except ValueError as e:
-            raise doc.error(phys if phys is not None else w, str(e)) from None
-        self.b.dt = self.dt
-        for c in w.children:
-            if c.tag == "model":
-                self.model(doc, c, Pose(), {})
-            elif c.tag == "include":
-                self.include(doc, c, Pose())
-            elif c.tag not in ("physics", "gravity"):
-                doc.warn(c, f"element <{c.tag}> in <world> is {_IGNORED_NOTE}")
+            raise rep.error(phys if phys is not None else node, str(e)) from None
+        self.b.dt = dt
+        self.max_contacts = 20
+        if phys is not None and phys.find("max_contacts") is not None:
+            self.max_contacts = int(rep.float(phys.find("max_contacts")))
+        return self.b
 
-    # ---------------------------------------------------------------- include
-    def include(self, doc: Doc, inc: Node, parent: Pose) -> None:
-        u = inc.find("uri")
-        if u is None:
-            raise doc.error(inc, "<include> needs a <uri>")
-        uri = u.text
-        if uri.startswith("model://"):
-            name = uri[len("model://"):].strip("/")
+    # ----------------------------------------------------------------- models
+    def include(self, node: Node, parent_T: np.ndarray, prefix: str, parent_static: bool):
+        rep = self.rep
+        uri = node.find("uri")
+        if uri is None:
+            raise rep.error(node, "needs a <uri>")
+        u = uri.text.strip()
+        if u.startswith("model://"):
+            name = u[len("model://"):].split("/")[0]
             cands = [os.path.join(d, name) for d in self.search]
+        elif u.startswith("file://") or os.path.isabs(u):
+            cands = [u[len("file://"):] if u.startswith("file://") else u]
         else:
-            p = uri[len("file://"):] if uri.startswith("file://") else uri
-            cands = [p if os.path.isabs(p) else os.path.join(doc.base, p)]
-        for d in cands:
-            f = d if os.path.isfile(d) else _model_file(d)
-            if f is not None:
+            cands = [os.path.join(d, u) for d in self.search]
+        path = None
+        for c in cands:
+            if os.path.isfile(c):
+                path = c
                 break
+            cfg = os.path.join(c, "model.config")
+            if os.path.isfile(cfg):
+                croot, _ = parse(cfg)
+                sdfs = croot.findall("sdf")
+                if sdfs:
+                    path = os.path.join(c, sdfs[-1].text.strip())
+                    break
+            if os.path.isfile(os.path.join(c, "model.sdf")):
+                path = os.path.join(c, "model.sdf")
+                break
+        if path is None:
+            raise rep.error(uri, f"cannot find {u!r} (searched {self.search or 'nothing'}; "
+                                 "pass search_path= or set GAZEBO_MODEL_PATH / SDF_PATH)")
+        sub_root, sub_name = parse(path)
+        sub = _Loader(Reporter(sub_name), None)
+        sub.search, sub.b, sub.links, sub.info = self.search, self.b, self.links, self.info
+        sub.max_contacts = self.max_contacts
+        sub.version = _version(sub_root, sub.rep)
+        models = sub_root.findall("model")
+        if len(models) != 1:
+            raise sub.rep.error(sub_root, f"an included file needs one <model> (got {len(models)})")
+        m = models[0]
+        name = node.find("name").text.strip() if node.find("name") is not None else m.attrib.get("name", "")
+        pose_node = node if node.find("pose") is not None else None
+        static = parent_static or rep.child_bool(node, "static", False)
+        sub.model(m, parent_T, prefix, static, name_override=name, pose_from=pose_node,
+                  pose_rep=rep)
+        self.skip(node, ("uri", "name", "pose", "static"))
+
+    def model(self, node: Node, parent_T: np.ndarray, prefix: str, parent_static: bool,
+              name_override: Optional[str] = None, pose_from: Optional[Node] = None,
+              pose_rep: Optional[Reporter] = None, parent_frames=None) -> None:
+        rep = self.rep
+        name = name_override or node.attrib.get("name")
+        if not name:
+            raise rep.error(node, "needs a name attribute")
+        scope = prefix + name + "::"
+        static = parent_static or rep.child_bool(node, "static", False)
+        if pose_from is not None:
+            saved, self.rep = self.rep, pose_rep
+            T_model = self.pose(pose_from, parent_frames, parent_T)
+            self.rep = saved
         else:
-            raise doc.error(u, f"cannot resolve {uri!r} (searched {self.search or 'no directories'}; "
-                               "pass search_path= or set GAZEBO_MODEL_PATH / SDF_PATH)")
-        sub = Doc(f, "SDF")
-        sub.warned = doc.warned
-        m = sub.root.find("model") if sub.root.tag == "sdf" else sub.root
-        if m is None or m.tag != "model":
-            for c in sub.root.children:
-                sub.warn(c, f"element <{c.tag}> in included file is {_IGNORED_NOTE}")
-            return
-        pose, _ = _pose(doc, inc)
-        over = {}
-        if inc.find("pose") is not None:
-            over["pose"] = pose
-        if inc.find("static") is not None:
-            over["static"] = inc.find("static").text.strip() in ("1", "true")
-        self._rest(doc, inc, {"uri", "pose", "static", "name"})
-        self.model(sub, m, parent, over)
+            T_model = self.pose(node, parent_frames, parent_T)
+        # Frames of this model by name, resolved lazily (SDF 1.7 relative_to).
+        named = {}
+        for tag in ("link", "model", "frame", "joint"):
+            for c in node.findall(tag):
+                if "name" in c.attrib:
+                    named[c.attrib["name"]] = c
+        cache: dict[str, np.ndarray] = {"__model__": T_model}
+        busy: set[str] = set()
 
-    # ------------------------------------------------------------------ model
-    def model(self, doc: Doc, m: Node, parent: Pose, over: dict) -> None:
-        pose, rel = _pose(doc, m)
-        if rel:
-            doc.warn(m.find("pose"), f"model pose relative_to={rel!r}: only the parent frame is supported")
-        X = parent * over.get("pose", pose)
-        st = m.find("static")
-        static = over.get("static", st is not None and st.text.strip() in ("1", "true"))
-        links: dict = {}
-        link_nodes = m.findall("link")
-        # pass 1: link frames (relative_to another link of this model is resolved in order)
-        frames: dict = {}
-        for ln in link_nodes:
-            lp, lrel = _pose(doc, ln)
-            base = X
-            if lrel and lrel not in ("__model__", m.attrib.get("name")):
-                if lrel not in frames:
-                    raise doc.error(ln.find("pose"), f"relative_to={lrel!r} names no earlier link of this model")
-                base = frames[lrel]
-            frames[ln.attrib.get("name", "")] = base * lp
-        for ln in link_nodes:
-            links[ln.attrib.get("name", "")] = self.link(doc, ln, frames[ln.attrib.get("name", "")], static)
-        for c in m.children:
-            if c.tag == "model":
-                self.model(doc, c, X, {})
+        def frame(nm: str, at: Node) -> np.ndarray:
+            if nm in cache:
+                return cache[nm]
+            if nm == "world":
+                return np.eye(4)
+            if nm not in named:
+                raise rep.error(at, f"relative_to={nm!r}: no link, model or frame of that name "
+                                    f"in model {name!r}")
+            if nm in busy:
+                raise rep.error(at, f"relative_to={nm!r}: the poses refer to each other in a cycle")
+            busy.add(nm)
+            c = named[nm]
+            if c.tag == "joint":
+                child = c.find("child")
+                base = frame(child.text.strip(), c) if child is not None else T_model
+                T = self.pose(c, frame, base)
+            elif c.tag == "frame" and c.attrib.get("attached_to"):
+                T = self.pose(c, frame, frame(c.attrib["attached_to"], c))
+            else:
+                T = self.pose(c, frame, T_model)
+            busy.discard(nm)
+            cache[nm] = T
+            return T
+
+        for c in node.children:
+            if c.tag == "link":
+                self.link(c, frame(c.attrib["name"], c) if "name" in c.attrib else None,
+                          scope, static)
+            elif c.tag == "model":
+                self.model(c, T_model, scope, static, parent_frames=frame)
             elif c.tag == "include":
-                self.include(doc, c, X)
-        for jn in m.findall("joint"):
-            self.joint(doc, jn, X, frames, links)
-        self._rest(doc, m, {"pose", "static", "link", "joint", "model", "include"})
+                self.include(c, T_model, scope, static)
+        for c in node.findall("joint"):
+            self.joint(c, scope, frame, T_model)
+        self.self_collide(node, scope, static)
+        self.skip(node, ("link", "model", "include", "joint", "pose", "static", "frame",
+                         "self_collide", "allow_auto_disable", "enable_wind"))
 
-    # ------------------------------------------------------------------- link
-    def link(self, doc: Doc, ln: Node, L: Pose, static: bool):
-        inert = ln.find("inertial")
-        mass, I, Pi = 1.0, np.eye(3), Pose()
-        if inert is not None:
-            mass = doc.num(inert, "mass", 1.0)
-            if not mass > 0:
-                raise doc.error(inert.find("mass"), f"mass must be > 0 kg (got {mass})")
-            Pi, _ = _pose(doc, inert)
-            t = inert.find("inertia")
-            if t is not None:
-                g = lambda k, d=0.0: doc.num(t, k, d)
-                I = np.array([[g("ixx", 1.0), g("ixy"), g("ixz")], [g("ixy"), g("iyy", 1.0), g("iyz")],
-                              [g("ixz"), g("iyz"), g("izz", 1.0)]])
-                self._rest(doc, t, {"ixx", "ixy", "ixz", "iyy", "iyz", "izz"})
-            self._rest(doc, inert, {"mass", "pose", "inertia"})
-        B = L * Pi  # body frame = inertial frame
+    def self_collide(self, node: Node, scope: str, static: bool) -> None:
+        """SDF: links of one model do not collide with each other unless the
+        model (or the link) sets ``<self_collide>``. Each model with two or
+        more moving links gets one of the 32 category bits: its geoms take
+        that category and collide with every other bit."""
+        if static:
+            return
+        model_sc = self.rep.child_bool(node, "self_collide", False)
+        own = [self.links[scope + c.attrib["name"]] for c in node.findall("link")
+               if scope + c.attrib.get("name", "") in self.links]
+        own = [ln for ln in own if ln["body"] is not None and not (model_sc or ln["self_collide"])]
+        if len(own) < 2 or not any(ln["geoms"] for ln in own):
+            return
+        groups = self.b.__dict__.setdefault("collide_groups", {})  # shared with load_urdf
+        self.info["collide_groups"][scope[:-2]] = None
+        if len(groups) >= 32:
+            self.rep.warn(node, "more than 32 models with several links: the links of this "
+                                "model collide with each other", key="collide groups")
+            return
+        bit = 1 << len(groups)
+        groups[scope[:-2]] = bit
+        self.info["collide_groups"][scope[:-2]] = bit
+        for ln in own:
+            for gi in ln["geoms"]:
+                g = self.b.geoms[gi]
+                g["category"], g["collide"] = bit, 0xFFFFFFFF & ~bit
+
+    # ------------------------------------------------------------------ links
+    def link(self, node: Node, T_link, scope: str, static: bool) -> None:
+        rep, b = self.rep, self.b
+        if T_link is None:
+            raise rep.error(node, "needs a name attribute")
+        full = scope + node.attrib["name"]
+        if full in self.links:
+            raise rep.error(node, f"duplicate link name {full!r}")
         body = None
+        T_body = T_link
         if not static:
+            inert = node.find("inertial")
+            m, I, T_in = 1.0, np.eye(3), np.eye(4)
+            if inert is not None:
+                m = rep.child_float(inert, "mass", 1.0)
+                T_in = self.pose(inert, None, np.eye(4))
+                tn = inert.find("inertia")
+                if tn is not None:
+                    v = {k: rep.child_float(tn, k, 1.0 if k in ("ixx", "iyy", "izz") else 0.0)
+                         for k in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")}
+                    I = np.array([[v["ixx"], v["ixy"], v["ixz"]], [v["ixy"], v["iyy"], v["iyz"]],
+                                  [v["ixz"], v["iyz"], v["izz"]]])
+                    self.skip(tn, tuple(v))
+                self.skip(inert, ("mass", "pose", "inertia"))
             try:
-                body = self.b.add_body(pos=B.p, quat=B.q, mass=mass_lib.from_inertia(mass, I),
-                                       gravity=(ln.find("gravity") is None or
-                                                ln.find("gravity").text.strip() in ("1", "true")))
+                ms = mass_lib.from_inertia(m, I)
             except ValueError as e:
-                raise doc.error(inert if inert is not None else ln, str(e)) from None
-        for c in ln.findall("collision"):
-            cp, _ = _pose(doc, c)
-            W = L * cp
-            G = B.inv() * W if body is not None else W
-            self.collision(doc, c, body, G)
-        self._rest(doc, ln, {"pose", "inertial", "collision", "gravity"})
-        return dict(body=body, frame=B)
+                raise rep.error(inert if inert is not None else node, str(e)) from None
+            T_body = T_link @ T_in
+            grav = rep.child_bool(node, "gravity", True)
+            body = b.add_body(pos=T_body[:3, 3], quat=mat_to_quat(T_body[:3, :3]), mass=ms,
+                              gravity=grav)
+            self.info["bodies"][full] = body
+        self.links[full] = dict(body=body, T_body=T_body, T_link=T_link, geoms=[],
+                                self_collide=rep.child_bool(node, "self_collide", False))
+        for c in node.findall("collision"):
+            self.collision(c, full, body, T_link, T_body)
+        if node.find("kinematic") is not None and rep.child_bool(node, "kinematic"):
+            rep.warn(node.find("kinematic"), "kinematic links are not supported; simulated as dynamic")
+        self.skip(node, ("pose", "inertial", "collision", "gravity", "self_collide",
+                         "kinematic", "must_be_base_link"))
 
-    def collision(self, doc: Doc, c: Node, body, G: Pose) -> None:
-        geo = c.find("geometry")
-        if geo is None:
-            raise doc.error(c, "<collision> needs a <geometry>")
-        surf = self.surface(doc, c)
-        kw = dict(body=body, pos=G.p, quat=G.q, surface=surf)
-        for g in geo.children:
-            try:
-                if g.tag == "box":
-                    self.b.add_box(doc.vec(g, "size", 3, np.ones(3)), **kw)
-                elif g.tag == "sphere":
-                    self.b.add_sphere(doc.num(g, "radius", 1.0), **kw)
-                elif g.tag == "capsule":
-                    self.b.add_capsule(doc.num(g, "radius", 0.5), doc.num(g, "length", 1.0), **kw)
-                elif g.tag == "plane":
-                    if body is not None:
-                        raise doc.error(g, "a plane must belong to a static model (ODE planes are non-placeable)")
-                    n = quat_rot(G.q, doc.vec(g, "normal", 3, np.array([0.0, 0.0, 1.0])))
-                    n = n / np.linalg.norm(n)
-                    self.b.add_plane(n, float(n @ G.p), surface=surf)
-                    if g.find("size") is not None:
-                        g.find("size").used = True
-                else:
-                    doc.warn(g, f"geometry <{g.tag}> is not supported by jaxode (collision "
-                                f"{c.attrib.get('name')!r} dropped)")
-            except ValueError as e:
-                if isinstance(e, SceneFileError):
-                    raise
-                raise doc.error(g, str(e)) from None
-        self._rest(doc, c, {"pose", "geometry", "surface", "max_contacts"})
-
-    def surface(self, doc: Doc, c: Node) -> Surface:
-        kw = {}
-        mc = doc.num(c, "max_contacts")
-        if mc is not None:
-            kw["max_contacts"] = int(mc)
-        s = c.find("surface")
-        if s is None:
+    def surface(self, node: Optional[Node]) -> Surface:
+        rep = self.rep
+        kw: dict = dict(mu=1.0, mu2=1.0, max_vel=0.01, min_depth=0.0)
+        if node is None:
             return Surface(**kw)
-        fr = s.find("friction")
+        fr = node.find("friction")
         if fr is not None:
             ode = fr.find("ode")
             if ode is not None:
                 for tag in ("mu", "mu2", "slip1", "slip2"):
-                    v = doc.num(ode, tag)
-                    if v is not None:
-                        kw[tag] = v
-                f1 = doc.vec(ode, "fdir1", 3)
-                if f1 is not None and np.linalg.norm(f1) > 0:
-                    kw["fdir1"] = tuple(f1)
-                self._rest(doc, ode, {"mu", "mu2", "slip1", "slip2", "fdir1"})
-            self._rest(doc, fr, {"ode"})
-        bo = s.find("bounce")
+                    if ode.find(tag) is not None:
+                        kw[tag] = rep.float(ode.find(tag))
+                if ode.find("fdir1") is not None:
+                    f1 = rep.floats(ode.find("fdir1"), 3)
+                    if np.linalg.norm(f1) > 0:
+                        kw["fdir1"] = tuple(f1)
+                self.skip(ode, ("mu", "mu2", "slip1", "slip2", "fdir1"))
+            tor = fr.find("torsional")
+            if tor is not None:
+                kw["torsional"] = rep.child_float(tor, "coefficient", 1.0)
+                kw["patch_radius"] = rep.child_float(tor, "patch_radius", 0.0)
+                if tor.find("use_patch_radius") is not None and not rep.child_bool(
+                        tor, "use_patch_radius", True):
+                    rep.warn(tor.find("use_patch_radius"),
+                             "surface_radius torsional friction is not supported; patch_radius used")
+                self.skip(tor, ("coefficient", "patch_radius", "use_patch_radius", "surface_radius",
+                                "ode"))
+            self.skip(fr, ("ode", "torsional"))
+        bo = node.find("bounce")
         if bo is not None:
-            v = doc.num(bo, "restitution_coefficient")
-            if v is not None:
-                kw["bounce"] = v
-            v = doc.num(bo, "threshold")
-            if v is not None:
-                kw["bounce_vel"] = v
-            self._rest(doc, bo, {"restitution_coefficient", "threshold"})
-        co = s.find("contact")
+            if bo.find("restitution_coefficient") is not None:
+                kw["bounce"] = rep.float(bo.find("restitution_coefficient"))
+            if bo.find("threshold") is not None:
+                kw["bounce_vel"] = rep.float(bo.find("threshold"))
+            self.skip(bo, ("restitution_coefficient", "threshold"))
+        co = node.find("contact")
         if co is not None:
             ode = co.find("ode")
             if ode is not None:
-                for tag in ("soft_cfm", "soft_erp", "max_vel", "min_depth"):
-                    v = doc.num(ode, tag)
-                    if v is not None:
-                        kw[tag] = v
-                kp, kd = doc.num(ode, "kp"), doc.num(ode, "kd")
-                if kp is not None or kd is not None:
-                    erp, cfm = erp_cfm_from_kp_kd(kp if kp is not None else 1e12,
-                                                  kd if kd is not None else 1.0, self.dt)
-                    kw["soft_erp"], kw["soft_cfm"] = float(erp), float(cfm)
-                self._rest(doc, ode, {"soft_cfm", "soft_erp", "kp", "kd", "max_vel", "min_depth"})
-            self._rest(doc, co, {"ode"})
-        self._rest(doc, s, {"friction", "bounce", "contact"})
+                for tag in ("soft_cfm", "soft_erp", "kp", "kd", "max_vel", "min_depth"):
+                    if ode.find(tag) is not None:
+                        kw[tag] = rep.float(ode.find(tag))
+                self.skip(ode, ("soft_cfm", "soft_erp", "kp", "kd", "max_vel", "min_depth"))
+            self.skip(co, ("ode", "collide_without_contact", "collide_bitmask",
+                           "collide_without_contact_bitmask"))
+            for tag in ("collide_bitmask", "collide_without_contact_bitmask"):
+                if co.find(tag) is not None:
+                    rep.warn(co.find(tag), f"{tag} is not mapped; all geoms collide")
+            if rep.child_bool(co, "collide_without_contact", False):
+                rep.warn(co.find("collide_without_contact"),
+                         "collide_without_contact is not supported; contacts are made")
+        self.skip(node, ("friction", "bounce", "contact"))
         try:
-            surf = Surface(**kw)
-            surf.validate("surface")
+            s = Surface(**kw)
+            s.validate("surface")
         except (ValueError, TypeError) as e:
-            raise doc.error(s, str(e)) from None
-        return surf
+            raise rep.error(node, str(e)) from None
+        return s
 
-    # ------------------------------------------------------------------ joint
-    def joint(self, doc: Doc, jn: Node, X: Pose, frames: dict, links: dict) -> None:
-        t = jn.attrib.get("type", "")
-        name = jn.attrib.get("name", "")
-
-        def link_of(tag):
-            n = jn.find(tag)
-            if n is None:
-                raise doc.error(jn, f"joint {name!r} needs a <{tag}>")
-            n.used = True
-            if n.text == "world":
-                return None, Pose()
-            if n.text not in links:
-                raise doc.error(n, f"joint {name!r}: no link {n.text!r} in this model")
-            return links[n.text]["body"], frames[n.text]
-
-        if t in ("gearbox", "screw"):
-            doc.warn(jn, f"joint type {t!r} is out of scope for jaxode (joint {name!r} dropped)")
-            return
-        if t not in ("revolute", "prismatic", "ball", "universal", "revolute2", "fixed"):
-            raise doc.error(jn, f"unknown joint type {t!r}")
-        child, CF = link_of("child")
-        parent, _ = link_of("parent")
-        if child is None:
-            child, parent = parent, None
-        if child is None:
-            doc.warn(jn, f"joint {name!r} between static links/world has no effect")
-            return
-        jp, _ = _pose(doc, jn)
-        J = CF * jp
-
-        def axis(tag):
-            a = jn.find(tag)
-            if a is None:
-                return None, a
-            xyz = a.find("xyz")
-            v = doc.floats(xyz, 3) if xyz is not None else np.array([0.0, 0.0, 1.0])
-            model_frame = (xyz is not None and xyz.attrib.get("expressed_in") == "__model__")
-            upm = a.find("use_parent_model_frame")
-            if upm is not None:
-                upm.used = True
-                model_frame = model_frame or upm.text.strip() in ("1", "true")
-            return quat_rot(X.q if model_frame else J.q, v), a
-
-        params: dict = {}
-
-        def axis_params(a: Optional[Node], suf: str, stops: bool = True):
-            if a is None:
+    def collision(self, node: Node, link: str, body, T_link, T_body) -> None:
+        rep, b = self.rep, self.b
+        T_c = self.pose(node, None, T_link)
+        T_rel = inv(T_body) @ T_c if body is not None else T_c
+        pos, quat = T_rel[:3, 3], mat_to_quat(T_rel[:3, :3])
+        geo = node.find("geometry")
+        if geo is None or not geo.children:
+            raise rep.error(node, "needs a <geometry> with one shape")
+        s = self.surface(node.find("surface"))
+        mc = node.find("max_contacts")
+        if mc is not None:
+            n = rep.float(mc)
+            if n != int(n) or n < 1:
+                raise rep.error(mc, f"must be an integer >= 1 (got {mc.text!r})")
+            s = Surface(**{**s.__dict__, "max_contacts": int(n)})
+        g = geo.children[0]
+        kw = dict(body=body, pos=pos, quat=quat, surface=s)
+        try:
+            if g.tag == "box":
+                gi = b.add_box(rep.floats(g.find("size") or _need(rep, g, "size"), 3), **kw)
+            elif g.tag == "sphere":
+                gi = b.add_sphere(rep.child_float(g, "radius", 1.0), **kw)
+            elif g.tag in ("cylinder", "capsule"):
+                add = b.add_cylinder if g.tag == "cylinder" else b.add_capsule
+                gi = add(rep.child_float(g, "radius", 1.0), rep.child_float(g, "length", 1.0), **kw)
+            elif g.tag == "plane":
+                if body is not None:
+                    rep.warn(g, "a plane on a moving link is not supported (ODE planes are "
+                                "static), skipped", key="plane on a body")
+                    return
+                nn = g.find("normal")
+                nrm = rep.floats(nn, 3) if nn is not None else np.array([0, 0, 1.0])
+                nw = T_c[:3, :3] @ (nrm / np.linalg.norm(nrm))
+                # <size> only sizes the visual: Gazebo's ODE plane is infinite too
+                gi = b.add_plane(nw, float(nw @ T_c[:3, 3]), surface=s)
+            else:
+                rep.warn(g, f"geometry <{g.tag}> is not supported, collision skipped",
+                         key=f"geometry {g.tag}")
                 return
-            lim = a.find("limit")
+        except ValueError as e:
+            raise rep.error(g, str(e)) from None
+        self.info["geoms"][link + "::" + node.attrib.get("name", str(len(self.info["geoms"])))] = gi
+        self.links[link]["geoms"].append(gi)
+        self.skip(node, ("pose", "geometry", "surface", "max_contacts", "laser_retro"))
+
+    # ----------------------------------------------------------------- joints
+    def link_ref(self, node: Node, scope: str):
+        rep = self.rep
+        if node is None:
+            return None
+        nm = node.text.strip()
+        if nm == "world":
+            return "world"
+        for cand in (scope + nm, nm):
+            if cand in self.links:
+                return cand
+        raise rep.error(node, f"no link named {nm!r} (in scope {scope[:-2]!r})")
+
+    def joint(self, node: Node, scope: str, frame, T_model) -> None:
+        rep, b = self.rep, self.b
+        name = scope + node.attrib.get("name", "")
+        jtype = node.attrib.get("type", "")
+        if jtype in ("gearbox", "screw"):
+            rep.warn(node, f"joint type {jtype!r} is out of scope for jaxode, skipped",
+                     key=f"joint {jtype}")
+            return
+        if jtype not in ("revolute", "prismatic", "ball", "universal", "revolute2", "fixed"):
+            raise rep.error(node, f"unknown joint type {jtype!r} (supported: revolute, prismatic, "
+                                  "ball, universal, revolute2, fixed; gearbox/screw out of scope)")
+        pn, cn = node.find("parent"), node.find("child")
+        if pn is None or cn is None:
+            raise rep.error(node, "needs <parent> and <child>")
+        parent, child = self.link_ref(pn, scope), self.link_ref(cn, scope)
+        if child == "world":
+            raise rep.error(cn, "the child of a joint cannot be the world")
+        cl = self.links[child]
+        T_j = self.pose(node, frame, cl["T_link"])
+        pbody = None if parent == "world" else self.links[parent]["body"]
+        cbody = cl["body"]
+        if cbody is None and pbody is None:
+            return  # both static: nothing moves
+        if cbody is None:  # static child: swap so body1 moves
+            cbody, pbody = pbody, None
+        anchor = T_j[:3, 3]
+        axes, params = [], {}
+        for k, tag in enumerate(("axis", "axis2")):
+            ax = node.find(tag)
+            suf = "" if k == 0 else "2"
+            if ax is None:
+                axes.append(None)
+                continue
+            xyz = ax.find("xyz")
+            v = rep.floats(xyz, 3) if xyz is not None else np.array([0.0, 0.0, 1.0])
+            R = T_j[:3, :3]
+            exp = xyz.attrib.get("expressed_in", "") if xyz is not None else ""
+            if exp:
+                R = T_model[:3, :3] if exp == "__model__" else frame(exp, xyz)[:3, :3]
+            elif self.version <= (1, 4) or rep.child_bool(ax, "use_parent_model_frame", False):
+                R = T_model[:3, :3]
+            axes.append(R @ v)
+            lim = ax.find("limit")
             if lim is not None:
-                lo, hi = doc.num(lim, "lower"), doc.num(lim, "upper")
-                if stops and lo is not None:
+                lo, hi = rep.child_float(lim, "lower", -BIG), rep.child_float(lim, "upper", BIG)
+                if abs(lo) < BIG:
                     params["lo_stop" + suf] = lo
-                if stops and hi is not None:
+                if abs(hi) < BIG:
                     params["hi_stop" + suf] = hi
-                for tag in ("effort", "velocity"):
-                    if lim.find(tag) is not None:
-                        lim.find(tag).used = True
-                self._rest(doc, lim, {"lower", "upper", "effort", "velocity"})
-            dyn = a.find("dynamics")
+                self.info["joint_limits"][name + suf] = (rep.child_float(lim, "effort", -1.0),
+                                                         rep.child_float(lim, "velocity", -1.0))
+                self.skip(lim, ("lower", "upper", "effort", "velocity", "stiffness", "dissipation"))
+            dyn = ax.find("dynamics")
             if dyn is not None:
-                f = doc.num(dyn, "friction")
-                if f:
-                    params["fmax" + suf], params["vel" + suf] = f, 0.0
-                d = doc.num(dyn, "damping")
-                if d:
-                    doc.warn(dyn.find("damping"), "joint viscous damping is not simulated by jaxode")
-                for tag in ("spring_reference", "spring_stiffness"):
-                    if doc.num(dyn, tag):
-                        doc.warn(dyn.find(tag), f"joint <{tag}> is not simulated by jaxode")
-                self._rest(doc, dyn, {"friction", "damping", "spring_reference", "spring_stiffness"})
-            self._rest(doc, a, {"xyz", "limit", "dynamics", "use_parent_model_frame"})
-
-        a1, n1 = axis("axis")
-        a2, n2 = axis("axis2")
-        ode_sufs = {"revolute": ("",), "prismatic": ("",), "universal": ("", "2"),
-                    "revolute2": ("", "2")}.get(t, ())
-        dflt = np.array([0.0, 0.0, 1.0])
-        susp = {}
-        ph = jn.find("physics")
+                fr = rep.child_float(dyn, "friction", 0.0)
+                if fr > 0:
+                    params["vel" + suf], params["fmax" + suf] = 0.0, fr
+                if rep.child_float(dyn, "damping", 0.0) != 0:
+                    rep.warn(dyn.find("damping"), "joint damping is not supported (jaxode has no "
+                                                  "joint damping), ignored", key="joint damping")
+                if rep.child_float(dyn, "spring_stiffness", 0.0) != 0:
+                    rep.warn(dyn.find("spring_stiffness"), "joint springs are not supported, ignored")
+                self.skip(dyn, ("friction", "damping", "spring_stiffness", "spring_reference"))
+            self.skip(ax, ("xyz", "limit", "dynamics", "use_parent_model_frame"))
+        scal = {}
+        ph = node.path("physics", "ode")
         if ph is not None:
-            ode = ph.find("ode")
-            if ode is not None:
-                # Gazebo's ODEJoint: cfm -> dParamCFM, fudge_factor, bounce, max_force ->
-                # dParamFMax, velocity -> dParamVel, <limit> cfm/erp -> dParamStopCFM/ERP
-                # (every axis of the joint).
-                for tag, key in (("cfm", "cfm"), ("fudge_factor", "fudge_factor"), ("bounce", "bounce"),
-                                 ("max_force", "fmax"), ("velocity", "vel")):
-                    v = doc.num(ode, tag)
-                    if v is not None:
-                        for suf in ode_sufs:
-                            params[key + suf] = v
-                lm = ode.find("limit")
-                if lm is not None:
-                    for tag, key in (("cfm", "stop_cfm"), ("erp", "stop_erp")):
-                        v = doc.num(lm, tag)
-                        if v is not None:
-                            for suf in ode_sufs:
-                                params[key + suf] = v
-                    self._rest(doc, lm, {"cfm", "erp"})
-                sp = ode.find("suspension")
-                if sp is not None:
-                    susp = dict(suspension_cfm=doc.num(sp, "cfm"), suspension_erp=doc.num(sp, "erp"))
-                    self._rest(doc, sp, {"cfm", "erp"})
-                self._rest(doc, ode, {"cfm", "suspension", "fudge_factor", "bounce", "max_force",
-                                      "velocity", "limit"})
-            self._rest(doc, ph, {"ode"})
+            for tag, key in (("cfm", "cfm"), ("fudge_factor", "fudge_factor"), ("bounce", "bounce"),
+                             ("max_force", "fmax"), ("velocity", "vel")):
+                if ph.find(tag) is not None:
+                    params[key] = rep.float(ph.find(tag))
+            for sub, pre in (("limit", "stop_"), ("suspension", "suspension_")):
+                sn = ph.find(sub)
+                if sn is not None:
+                    for tag in ("cfm", "erp"):
+                        if sn.find(tag) is not None:
+                            (scal if pre == "suspension_" else params)[pre + tag] = rep.float(sn.find(tag))
+                    self.skip(sn, ("cfm", "erp"))
+            if ph.find("erp") is not None:
+                rep.warn(ph.find("erp"), "joint erp is not supported (the world erp applies)",
+                         key="joint erp")
+            self.skip(ph, ("cfm", "erp", "fudge_factor", "bounce", "max_force", "velocity",
+                           "limit", "suspension", "provide_feedback", "cfm_damping",
+                           "implicit_spring_damper"))
+        if node.find("physics") is not None:
+            self.skip(node.find("physics"), ("ode", "provide_feedback"))
+        a1 = axes[0] if axes[0] is not None else np.array([1.0, 0.0, 0.0])
         try:
-            if t == "revolute":
-                axis_params(n1, "")
-                self.b.add_hinge(child, parent, anchor=J.p, axis=a1 if a1 is not None else quat_rot(J.q, dflt), **params)
-            elif t == "prismatic":
-                axis_params(n1, "")
-                self.b.add_slider(child, parent, axis=a1 if a1 is not None else quat_rot(J.q, dflt), **params)
-            elif t == "ball":
-                self.b.add_ball(child, parent, anchor=J.p)
-            elif t == "fixed":
-                self.b.add_fixed(child, parent)
-            elif t == "universal":
-                axis_params(n1, "")
-                axis_params(n2, "2")
-                self.b.add_universal(child, parent, anchor=J.p, axis1=a1, axis2=a2, **params)
-            elif t == "revolute2":
-                axis_params(n1, "")
-                axis_params(n2, "2", stops=False)
-                self.b.add_hinge2(child, parent, anchor=J.p, axis1=a1, axis2=a2, **susp, **params)
-        except (ValueError, TypeError) as e:
-            raise doc.error(jn, f"joint {name!r}: {e}") from None
-        lim = n1.find("limit") if n1 is not None else None
-        if not hasattr(self.b, "joint_info"):
-            self.b.joint_info = {}
-        self.b.joint_info[name] = dict(index=len(self.b.joints) - 1, type=t,
-                                       effort=doc.num(lim, "effort", math.inf),
-                                       velocity=doc.num(lim, "velocity", math.inf))
-        self._rest(doc, jn, {"parent", "child", "pose", "axis", "axis2", "physics"})
+            if jtype == "revolute":
+                ji = b.add_hinge(cbody, pbody, anchor=anchor, axis=a1, **params)
+            elif jtype == "prismatic":
+                ji = b.add_slider(cbody, pbody, axis=a1, **params)
+            elif jtype == "ball":
+                ji = b.add_ball(cbody, pbody, anchor=anchor)
+            elif jtype == "fixed":
+                ji = b.add_fixed(cbody, pbody)
+            elif jtype == "universal":
+                a2 = axes[1] if axes[1] is not None else np.array([0.0, 1.0, 0.0])
+                ji = b.add_universal(cbody, pbody, anchor=anchor, axis1=a1, axis2=a2, **params)
+            else:  # revolute2: axis on the parent (body 1), axis2 on the child
+                if pbody is None:
+                    raise ValueError("revolute2 needs two moving links (ODE's hinge-2 joint)")
+                a2 = axes[1] if axes[1] is not None else np.array([0.0, 1.0, 0.0])
+                ji = b.add_hinge2(pbody, cbody, anchor=anchor, axis1=a1, axis2=a2, **params,
+                                  **scal)
+        except ValueError as e:
+            raise rep.error(node, str(e)) from None
+        self.info["joints"][name] = ji
+        self.skip(node, ("parent", "child", "pose", "axis", "axis2", "physics"))
 
 
-def _model_file(d: str) -> Optional[str]:
-    if not os.path.isdir(d):
-        return None
-    cfg = os.path.join(d, "model.config")
-    if os.path.isfile(cfg):
-        cdoc = Doc(cfg, "model.config")
-        sdfs = [n for n in cdoc.root.findall("sdf")]
-        if sdfs:
-            f = os.path.join(d, sdfs[-1].text)
-            if os.path.isfile(f):
-                return f
-    f = os.path.join(d, "model.sdf")
-    return f if os.path.isfile(f) else None
+def _need(rep: Reporter, node: Node, tag: str):
+    raise rep.error(node, f"needs <{tag}>")
 
 
-def load_sdf(path_or_string, search_path: Sequence[str] = ()) -> WorldBuilder:
-    """Load an SDFormat world or model (a path or the XML text) into a new
-    :class:`WorldBuilder`. The world's ``max_step_size`` is returned as the
-    attribute ``builder.dt`` [s] (default 0.001): pass it to ``step``/``rollout``.
-    ``search_path``: directories holding ``model://`` models (then
-    ``$GAZEBO_MODEL_PATH``, ``$SDF_PATH``). See the module docstring for what
-    is supported; the rest warns (:class:`JaxodeFormatWarning`)."""
-    if isinstance(search_path, (str, os.PathLike)):
-        search_path = [search_path]
-    ld = _Loader([os.fspath(p) for p in search_path])
-    doc = Doc(path_or_string, "SDF")
-    root = doc.root
+def _version(root: Node, rep: Reporter) -> tuple:
     if root.tag != "sdf":
-        raise doc.error(root, f"root element must be <sdf> (got <{root.tag}>)")
-    ver = root.attrib.get("version", "")
-    if ver not in ("1.4", "1.5", "1.6", "1.7"):
-        doc.warn(root, f"SDF version {ver!r}: jaxode reads 1.4 - 1.7")
+        raise rep.error(root, "the root element must be <sdf>")
+    v = root.attrib.get("version", "1.6")
+    try:
+        ver = tuple(int(x) for x in v.split(".")[:2])
+    except ValueError:
+        raise rep.error(root, f"version must look like '1.6' (got {v!r})") from None
+    if not (1, 4) <= ver <= (1, 7):
+        rep.warn(root, f"SDFormat {v} is outside 1.4-1.7; read as 1.7", key="version")
+    return ver
+
+
+def load_sdf(path_or_string, search_path=None) -> WorldBuilder:
+    """Read an SDFormat 1.4-1.7 world (or model) file or string into a
+    :class:`WorldBuilder` (see the module docstring for what is read).
+
+    path_or_string: a file path, or XML text starting with ``<``.
+    search_path: a directory or list of directories holding ``model://``
+        models (then ``$GAZEBO_MODEL_PATH`` and ``$SDF_PATH`` are searched).
+    Returns the builder, with ``builder.dt`` = ``max_step_size`` [s] and
+    ``builder.sdf_info`` (name -> index maps; skipped elements).
+    """
+    root, name = parse(path_or_string)
+    rep = Reporter(name)
+    ld = _Loader(rep, search_path)
+    ld.version = _version(root, rep)
     worlds = root.findall("world")
     if len(worlds) > 1:
-        raise doc.error(worlds[1], "only one <world> per file is supported")
+        rep.warn(worlds[1], "only the first <world> is loaded", key="second world")
     if worlds:
-        ld.world(doc, worlds[0])
+        w = worlds[0]
+        ld.world(w, True)
+        for c in w.children:
+            if c.tag == "model":
+                ld.model(c, np.eye(4), "", False)
+            elif c.tag == "include":
+                ld.include(c, np.eye(4), "", False)
+        ld.skip(w, ("physics", "gravity", "model", "include", "magnetic_field", "atmosphere"))
     else:
-        ld.b = WorldBuilder(gravity=(0.0, 0.0, -9.8))
-        ld.b.dt = ld.dt
-    for c in root.children:
-        if c.tag == "model":
-            ld.model(doc, c, Pose(), {})
-        elif c.tag != "world":
-            doc.warn(c, f"element <{c.tag}> in <sdf> is {_IGNORED_NOTE}")
+        models = root.findall("model")
+        if not models:
+            raise rep.error(root, "needs a <world> or a <model>")
+        ld.world(root, False)
+        for m in models:
+            ld.model(m, np.eye(4), "", False)
+    ld.skip(root, ("world", "model"))
+    ld.info["unsupported"] = rep.unsupported
+    if not ld.b.bodies:
+        rep.warn(root, "the scene has no moving link; WorldBuilder.build() needs a body",
+                 key="no bodies")
+    ld.b.sdf_info = ld.info
     return ld.b

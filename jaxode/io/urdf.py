@@ -1,251 +1,294 @@
-"""URDF robots -> :class:`jaxode.WorldBuilder`.
+"""Load a URDF robot into a :class:`WorldBuilder`.
 
-Links: ``<inertial>`` (origin xyz/rpy, mass, inertia; the body sits at the
-centre of mass with the inertial frame's orientation, as ODE requires),
-``<collision>`` geometry box, sphere and ``<capsule radius length>`` (the
-common extension; cylinder and mesh warn: not supported by the builder yet).
-A link with no ``<inertial>`` attached by a fixed joint is lumped into its
-parent body (as Gazebo does); the root link is the floating base at
-``base_pos`` unless ``fixed_base`` (then it is welded to the world, or static
-when it has no inertial).
+``load_urdf(path_or_string, base_pos=(0, 0, 0), fixed_base=False, builder=None)``
+reads (with the stdlib XML helpers of :mod:`jaxode.io.xml_util`, which keep
+line numbers for errors and warnings):
 
-Joints: revolute (stops from ``<limit lower upper>``), continuous, prismatic,
-fixed, floating (no constraint); ``<axis xyz>`` in the joint frame.
-``<dynamics friction>`` becomes ODE's joint friction: a motor with target
-velocity 0 and fmax = friction (Gazebo/ODE semantics); ``<limit effort velocity>``
-are the actuator limits, recorded in ``builder.joint_info[name]`` (dict with
-index, type, effort [N m or N], velocity [rad/s or m/s]) for controllers: pass
-``fmax=effort`` when driving a joint's motor. ``<dynamics damping>`` warns (no
-joint damping yet). RaiSim's material hook ``<collision><material><contact
-name="steel"/></material>`` is recorded in ``builder.geom_materials[geom index]``
-(jaxode has no material table yet: the name is kept for the user to map onto
-:class:`jaxode.Surface`). Unsupported elements warn once (file:line);
-malformed files raise :class:`SceneFileError` with file, line and element.
+* ``<link>``: ``<inertial>`` (``<origin xyz rpy>``, ``<mass value>``,
+  ``<inertia ixx .. izz>``): the body sits at the inertial frame (ODE needs the
+  centre of mass at the body origin) and its geoms are offset to match. A
+  link without ``<inertial>`` (or with mass 0) joined to its parent by a
+  ``fixed`` joint is merged into the parent (its geoms move with the parent's
+  body, or stay static); the root without one is static when ``fixed_base``;
+  otherwise it gets ODE's default mass (1 kg, unit inertia) and a warning.
+* ``<collision>``: ``<origin>``, ``<geometry>`` box / sphere / cylinder
+  (mesh: warned, skipped), and RaiSim's material hook
+  ``<material><contact name="rubber"/></material>``: the geom's
+  ``Surface(material="rubber")`` when the builder has that material
+  (``add_material`` / ``use_materials`` before loading); else the name is
+  recorded in ``builder.urdf_info["missing_materials"]`` and warned.
+* ``<joint>`` revolute (hinge with stops ``lower``/``upper``), continuous
+  (hinge), prismatic (slider with stops), fixed, floating (no joint); planar
+  is warned and skipped. ``<origin>``: the child link frame in the parent's;
+  ``<axis xyz>`` in the joint (= child link) frame, default (1, 0, 0).
+  ``<dynamics friction>`` -> a motor with vel 0 and fmax = friction (as
+  Gazebo's ODE plugin); ``damping`` is warned (jaxode has no joint damping).
+  ``<limit effort velocity>``: recorded in ``builder.urdf_info["limits"]``; with
+  ``motors=True`` every actuated joint gets a velocity motor (vel 0, fmax =
+  effort, like PyBullet's default motors): command it by setting
+  ``params.joint_vel`` within +-velocity. ODE has no effort clamp otherwise.
+* Self-collision: joined links never collide (ODE's collide=False); other
+  links of the robot collide with each other only with
+  ``self_collision=True`` (PyBullet's default is off, too): otherwise the
+  robot's moving geoms share one of the 32 category bits
+  (``builder.urdf_info["collide_group"]``) and skip each other.
+* ``fixed_base=True`` joins the root link's body to the world with a fixed
+  joint (a root without mass is simply static). ``base_pos`` [m] and
+  ``base_rpy`` [rad] place the root link frame in the world.
+
+A new builder gets gravity (0, 0, -9.81) m/s^2 (URDF has no world);
+``builder=`` adds the robot to an existing one. ``builder.urdf_info`` maps
+link names -> body index (``None``: static), joint names -> joint index, and
+lists the skipped elements. Elements without physics (``visual``, robot-level
+``material``) are skipped silently; others (``gazebo``, ``transmission``, ...)
+warn once per name with the line.
 """
 from __future__ import annotations
 
-import math
 from typing import Optional, Sequence
 
 import numpy as np
 
 from jaxode import mass as mass_lib
 from jaxode.builder import WorldBuilder
-from jaxode.io._xml import Doc, Node, Pose, SceneFileError, quat_rot, rpy_quat
+from jaxode.surface import Surface
+from jaxode.io.xml_util import Node, Reporter, inv, mat_to_quat, parse, transform
 
-__all__ = ["load_urdf"]
+NO_PHYSICS = {"visual", "material"}
 
 
-def _origin(doc: Doc, parent: Node) -> Pose:
-    o = parent.find("origin")
+def _origin(rep: Reporter, node: Node) -> np.ndarray:
+    o = node.find("origin")
     if o is None:
-        return Pose()
-    o.used = True
-    vals = []
-    for key in ("xyz", "rpy"):
-        s = o.attrib.get(key, "0 0 0")
-        try:
-            v = [float(x) for x in s.split()]
-        except ValueError:
-            raise doc.error(o, f"{key} must be 3 numbers (got {s!r})") from None
-        if len(v) != 3 or not all(math.isfinite(x) for x in v):
-            raise doc.error(o, f"{key} must be 3 finite numbers (got {s!r})")
-        vals.append(v)
-    return Pose(vals[0], rpy_quat(*vals[1]))
+        return np.eye(4)
+    return transform(rep.attr_floats(o, "xyz", 3, (0, 0, 0)), rep.attr_floats(o, "rpy", 3, (0, 0, 0)))
 
 
-def _attr(doc: Doc, n: Node, key: str, default=None):
-    if key not in n.attrib:
-        if default is None:
-            raise doc.error(n, f"missing attribute {key!r}")
-        return default
-    try:
-        v = float(n.attrib[key])
-    except ValueError:
-        raise doc.error(n, f"{key} must be a number (got {n.attrib[key]!r})") from None
-    if math.isnan(v):
-        raise doc.error(n, f"{key} must be a number (got {n.attrib[key]!r})")
-    return v
-
-
-def _rest(doc: Doc, node: Node, handled: set) -> None:
+def _skip(rep: Reporter, node: Node, known: Sequence[str]) -> None:
     for c in node.children:
-        if c.tag not in handled:
-            doc.warn(c, f"element <{c.tag}> in <{node.tag}> is not simulated by jaxode (ignored)")
+        if c.tag not in known and c.tag not in NO_PHYSICS:
+            rep.warn(c, f"element <{c.tag}> in <{node.tag}> is not supported, ignored")
 
 
-def load_urdf(path_or_string, base_pos: Sequence[float] = (0.0, 0.0, 0.0), fixed_base: bool = False,
-              builder: Optional[WorldBuilder] = None) -> WorldBuilder:
-    """Add the robot of a URDF file (path or XML text) to ``builder`` (default: a
-    new ``WorldBuilder(gravity=(0, 0, -9.81))``) with its root link at world
-    position ``base_pos`` [m]; returns the builder. See the module docstring."""
-    doc = Doc(path_or_string, "URDF")
-    r = doc.root
-    if r.tag != "robot":
-        raise doc.error(r, f"root element must be <robot> (got <{r.tag}>)")
+def _attr_float(rep: Reporter, node: Node, key: str, default=None):
+    if key not in node.attrib:
+        if default is None:
+            raise rep.error(node, f"needs attribute {key!r}")
+        return default
+    return rep.float(node, node.attrib[key])
+
+
+def load_urdf(path_or_string, base_pos=(0.0, 0.0, 0.0), fixed_base: bool = False,
+              builder: Optional[WorldBuilder] = None, base_rpy=(0.0, 0.0, 0.0),
+              motors: bool = False, self_collision: bool = False) -> WorldBuilder:
+    """Read a URDF file or string (XML starting with ``<``) into ``builder``
+    (a new :class:`WorldBuilder` with gravity -9.81 z when None); see the
+    module docstring for what is read. Returns the builder."""
+    root, name = parse(path_or_string)
+    rep = Reporter(name)
+    if root.tag != "robot":
+        raise rep.error(root, "the root element must be <robot>")
     b = builder if builder is not None else WorldBuilder(gravity=(0.0, 0.0, -9.81))
-    if not hasattr(b, "geom_materials"):
-        b.geom_materials = {}
-    if not hasattr(b, "joint_info"):
-        b.joint_info = {}
-    links = {n.attrib.get("name"): n for n in r.findall("link")}
-    joints = r.findall("joint")
-    children = {}
-    child_names = set()
-    for j in joints:
-        p, c = j.find("parent"), j.find("child")
-        if p is None or c is None:
-            raise doc.error(j, "a joint needs <parent link=...> and <child link=...>")
-        pl, cl = p.attrib.get("link"), c.attrib.get("link")
-        for n, name in ((p, pl), (c, cl)):
-            if name not in links:
-                raise doc.error(n, f"no link named {name!r}")
-        if cl in child_names:
-            raise doc.error(c, f"link {cl!r} is the child of two joints")
-        child_names.add(cl)
-        children.setdefault(pl, []).append(j)
-    roots = [n for n in links if n not in child_names]
+    if not isinstance(b, WorldBuilder):
+        raise ValueError(f"builder must be a WorldBuilder or None (got {type(b).__name__})")
+    links = {}
+    for ln in root.findall("link"):
+        nm = ln.attrib.get("name")
+        if not nm:
+            raise rep.error(ln, "needs a name attribute")
+        if nm in links:
+            raise rep.error(ln, f"duplicate link name {nm!r}")
+        links[nm] = ln
+    if not links:
+        raise rep.error(root, "needs at least one <link>")
+    joints, child_of = [], {}
+    for jn in root.findall("joint"):
+        p, c = jn.find("parent"), jn.find("child")
+        if p is None or c is None or "link" not in p.attrib or "link" not in c.attrib:
+            raise rep.error(jn, "needs <parent link=...> and <child link=...>")
+        for e in (p, c):
+            if e.attrib["link"] not in links:
+                raise rep.error(e, f"no link named {e.attrib['link']!r}")
+        if c.attrib["link"] in child_of:
+            raise rep.error(c, f"link {c.attrib['link']!r} is the child of two joints")
+        child_of[c.attrib["link"]] = jn
+        joints.append(jn)
+    roots = [n for n in links if n not in child_of]
     if len(roots) != 1:
-        raise doc.error(r, f"a URDF robot needs exactly one root link (got {roots})")
-    _rest(doc, r, {"link", "joint", "material", "gazebo", "transmission"})
-    for tag in ("gazebo", "transmission"):
-        if r.find(tag) is not None:
-            doc.warn(r.find(tag), f"<{tag}> is not read by jaxode (ignored)")
+        raise rep.error(root, f"the links must form one tree (roots: {roots})")
+    children: dict[str, list] = {n: [] for n in links}
+    for jn in joints:
+        children[jn.find("parent").attrib["link"]].append(jn)
 
-    # body of each link: (body index or None, body frame B, link frame L)
-    info: dict = {}
+    info = dict(links={}, joints={}, limits={}, missing_materials=[], unsupported=rep.unsupported)
+    # link name -> (body or None, T_body world, T_link world)
+    placed: dict[str, tuple] = {}
 
-    def add_link(name: str, L: Pose, lump_into=None):
-        ln = links[name]
-        inert = ln.find("inertial")
-        if inert is not None and lump_into is None:
-            Pi = _origin(doc, inert)
-            mn = inert.find("mass")
-            m = _attr(doc, mn, "value") if mn is not None else None
-            if m is None or not m > 0:
-                raise doc.error(mn if mn is not None else inert, f"link {name!r}: mass must be > 0 kg")
-            t = inert.find("inertia")
-            if t is None:
-                raise doc.error(inert, f"link {name!r}: <inertial> needs <inertia>")
-            g = lambda k: _attr(doc, t, k, 0.0)
-            I = np.array([[g("ixx"), g("ixy"), g("ixz")], [g("ixy"), g("iyy"), g("iyz")],
-                          [g("ixz"), g("iyz"), g("izz")]])
-            _rest(doc, inert, {"origin", "mass", "inertia"})
-            B = L * Pi
-            try:
-                body = b.add_body(pos=B.p, quat=B.q, mass=mass_lib.from_inertia(m, I))
-            except ValueError as e:
-                raise doc.error(inert, f"link {name!r}: {e}") from None
-        elif lump_into is not None:
-            body, B = lump_into
-            if inert is not None:
-                raise doc.error(inert, f"link {name!r}: internal: lumping a link with mass")
-        else:
-            body, B = None, Pose()  # static (massless root of a fixed base)
-        info[name] = (body, B, L)
-        for c in ln.findall("collision"):
-            W = L * _origin(doc, c)
-            G = B.inv() * W if body is not None else W
-            geo = c.find("geometry")
-            if geo is None:
-                raise doc.error(c, "<collision> needs <geometry>")
-            for gnode in geo.children:
-                kw = dict(body=body, pos=G.p, quat=G.q)
-                try:
-                    if gnode.tag == "box":
-                        s = gnode.attrib.get("size", "")
-                        try:
-                            size = [float(x) for x in s.split()]
-                        except ValueError:
-                            raise doc.error(gnode, f"size must be 3 numbers (got {s!r})") from None
-                        gi = b.add_box(size, **kw)
-                    elif gnode.tag == "sphere":
-                        gi = b.add_sphere(_attr(doc, gnode, "radius"), **kw)
-                    elif gnode.tag == "capsule":
-                        gi = b.add_capsule(_attr(doc, gnode, "radius"), _attr(doc, gnode, "length"), **kw)
-                    else:
-                        doc.warn(gnode, f"geometry <{gnode.tag}> is not supported by jaxode "
-                                        f"(a collision of link {name!r} dropped)")
-                        continue
-                except ValueError as e:
-                    if isinstance(e, SceneFileError):
-                        raise
-                    raise doc.error(gnode, str(e)) from None
-                mat = c.find("material")
-                if mat is not None:
-                    ct = mat.find("contact")
-                    if ct is not None and "name" in ct.attrib:
-                        b.geom_materials[gi] = ct.attrib["name"]
-                    else:
-                        doc.warn(mat, "collision <material> without <contact name=...> ignored")
-            _rest(doc, c, {"origin", "geometry", "material"})
-        _rest(doc, ln, {"inertial", "collision", "visual"})
-        if ln.find("visual") is not None:
-            doc.warn(ln.find("visual"), "<visual> is not simulated by jaxode (ignored)")
-        for j in children.get(name, []):
-            add_joint(j, name)
-
-    def add_joint(j: Node, parent: str):
-        jname, t = j.attrib.get("name", ""), j.attrib.get("type", "")
-        pbody, pB, pL = info[parent]
-        cname = j.find("child").attrib["link"]
-        J = pL * _origin(doc, j)
-        cn = links[cname]
-        if t == "fixed" and cn.find("inertial") is None:
-            add_link(cname, J, lump_into=(pbody, pB))
-            _rest(doc, j, {"parent", "child", "origin"})
-            return
-        if cn.find("inertial") is None:
-            raise doc.error(cn, f"link {cname!r} has no <inertial> but a {t!r} joint moves it")
-        if t not in ("revolute", "continuous", "prismatic", "fixed", "floating"):
-            if t == "planar":
-                doc.warn(j, "joint type 'planar' is not supported (joint dropped: the child floats)")
-            else:
-                raise doc.error(j, f"unknown joint type {t!r}")
-        add_link(cname, J)
-        cbody = info[cname][0]
-        ax = j.find("axis")
-        a = np.array([1.0, 0.0, 0.0])
-        if ax is not None:
-            try:
-                a = np.array([float(x) for x in ax.attrib.get("xyz", "1 0 0").split()])
-            except ValueError:
-                raise doc.error(ax, f"xyz must be 3 numbers (got {ax.attrib.get('xyz')!r})") from None
-        a_w = quat_rot(J.q, a)
-        params = {}
-        lim = j.find("limit")
-        effort = velocity = math.inf
-        if lim is not None:
-            effort, velocity = _attr(doc, lim, "effort", math.inf), _attr(doc, lim, "velocity", math.inf)
-            if t in ("revolute", "prismatic"):
-                params["lo_stop"], params["hi_stop"] = _attr(doc, lim, "lower", 0.0), _attr(doc, lim, "upper", 0.0)
-        dyn = j.find("dynamics")
-        if dyn is not None:
-            f = _attr(doc, dyn, "friction", 0.0)
-            if f > 0 and t in ("revolute", "continuous", "prismatic"):
-                params["fmax"], params["vel"] = f, 0.0
-            if _attr(doc, dyn, "damping", 0.0) != 0.0:
-                doc.warn(dyn, "joint damping is not simulated by jaxode (ignored)")
+    def inertial(ln: Node):
+        ine = ln.find("inertial")
+        if ine is None:
+            return None
+        mnode = ine.find("mass")
+        m = _attr_float(rep, mnode, "value") if mnode is not None else 0.0
+        if m == 0.0:
+            return None
+        inn = ine.find("inertia")
+        if inn is None:
+            raise rep.error(ine, "needs <inertia ixx ixy ixz iyy iyz izz>")
+        v = {k: _attr_float(rep, inn, k, 0.0) for k in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")}
+        I = np.array([[v["ixx"], v["ixy"], v["ixz"]], [v["ixy"], v["iyy"], v["iyz"]],
+                      [v["ixz"], v["iyz"], v["izz"]]])
         try:
-            if t in ("revolute", "continuous"):
-                idx = b.add_hinge(cbody, pbody, anchor=J.p, axis=a_w, **params)
-            elif t == "prismatic":
-                idx = b.add_slider(cbody, pbody, axis=a_w, **params)
-            elif t == "fixed":
-                idx = b.add_fixed(cbody, pbody)
-            else:
-                idx = None
+            ms = mass_lib.from_inertia(m, I)
         except ValueError as e:
-            raise doc.error(j, f"joint {jname!r}: {e}") from None
-        b.joint_info[jname] = dict(index=idx, type=t, effort=effort, velocity=velocity)
-        _rest(doc, j, {"parent", "child", "origin", "axis", "limit", "dynamics"})
+            raise rep.error(ine, str(e)) from None
+        _skip(rep, ine, ("origin", "mass", "inertia"))
+        return ms, _origin(rep, ine)
 
-    root = roots[0]
-    L0 = Pose(np.asarray(base_pos, np.float64))
-    rl = links[root]
-    if rl.find("inertial") is None and not fixed_base:
-        raise doc.error(rl, f"root link {root!r} has no <inertial> (use fixed_base=True)")
-    add_link(root, L0)
-    if fixed_base and info[root][0] is not None:
-        b.add_fixed(info[root][0], None)
+    def place(nm: str, T_link: np.ndarray, parent: Optional[str], jtype: Optional[str]):
+        ln = links[nm]
+        ine = inertial(ln)
+        if ine is None and (jtype == "fixed" or (parent is None and fixed_base)):
+            if parent is None:
+                body, T_body = None, T_link
+            else:
+                body, T_body = placed[parent][0], placed[parent][1]
+        else:
+            if ine is None:
+                rep.warn(ln, f"link {nm!r} has no <inertial> (or mass 0) but moves: ODE's "
+                             "default mass 1 kg, unit inertia", key="no inertial")
+                ine = (mass_lib.from_inertia(1.0, np.eye(3)), np.eye(4))
+            T_body = T_link @ ine[1]
+            body = b.add_body(pos=T_body[:3, 3], quat=mat_to_quat(T_body[:3, :3]), mass=ine[0])
+        placed[nm] = (body, T_body, T_link)
+        info["links"][nm] = body
+        for cn in ln.findall("collision"):
+            collision(cn, body, T_link, T_body)
+        _skip(rep, ln, ("inertial", "collision"))
+
+    def collision(cn: Node, body, T_link, T_body):
+        T_c = T_link @ _origin(rep, cn)
+        T_rel = inv(T_body) @ T_c if body is not None else T_c
+        surf = None
+        mat = cn.find("material")
+        if mat is not None:
+            con = mat.find("contact")
+            if con is not None and con.attrib.get("name"):
+                mname = con.attrib["name"]
+                if mname in b.materials.materials:
+                    surf = Surface(material=mname)
+                else:
+                    info["missing_materials"].append(mname)
+                    rep.warn(con, f"material {mname!r} is not in the builder (add_material "
+                                  "before load_urdf); default surface used",
+                             key=f"material {mname}")
+        geo = cn.find("geometry")
+        if geo is None or not geo.children:
+            raise rep.error(cn, "needs a <geometry> with one shape")
+        g = geo.children[0]
+        kw = dict(body=body, pos=T_rel[:3, 3], quat=mat_to_quat(T_rel[:3, :3]), surface=surf)
+        try:
+            if g.tag == "box":
+                b.add_box(rep.attr_floats(g, "size", 3, None) if "size" in g.attrib
+                          else _missing(rep, g, "size"), **kw)
+            elif g.tag == "sphere":
+                b.add_sphere(_attr_float(rep, g, "radius"), **kw)
+            elif g.tag == "cylinder":
+                b.add_cylinder(_attr_float(rep, g, "radius"), _attr_float(rep, g, "length"), **kw)
+            elif g.tag == "capsule":
+                b.add_capsule(_attr_float(rep, g, "radius"), _attr_float(rep, g, "length"), **kw)
+            else:
+                rep.warn(g, f"geometry <{g.tag}> is not supported, collision skipped",
+                         key=f"geometry {g.tag}")
+        except ValueError as e:
+            if str(e).startswith(rep.name):
+                raise
+            raise rep.error(g, str(e)) from None
+        _skip(rep, cn, ("origin", "geometry", "material"))
+
+    def joint(jn: Node, T_parent: np.ndarray):
+        jtype = jn.attrib.get("type", "")
+        jname = jn.attrib.get("name", "")
+        pname, cname = jn.find("parent").attrib["link"], jn.find("child").attrib["link"]
+        if jtype not in ("revolute", "continuous", "prismatic", "fixed", "floating", "planar"):
+            raise rep.error(jn, f"unknown joint type {jtype!r} (revolute, continuous, prismatic, "
+                                "fixed, floating, planar)")
+        T_child = T_parent @ _origin(rep, jn)
+        place(cname, T_child, pname, jtype)
+        pbody, cbody = placed[pname][0], placed[cname][0]
+        _skip(rep, jn, ("parent", "child", "origin", "axis", "limit", "dynamics",
+                        "safety_controller", "calibration", "mimic"))
+        for tag in ("safety_controller", "calibration", "mimic"):
+            if jn.find(tag) is not None:
+                rep.warn(jn.find(tag), f"<{tag}> is not supported, ignored")
+        if jtype == "floating":
+            return
+        if jtype == "planar":
+            rep.warn(jn, "planar joints are not supported, skipped", key="planar joint")
+            return
+        if cbody is None or cbody == pbody:
+            return  # merged into its parent, or static
+        ax = jn.find("axis")
+        axis = rep.attr_floats(ax, "xyz", 3, (1, 0, 0)) if ax is not None else np.array([1.0, 0, 0])
+        waxis = T_child[:3, :3] @ axis
+        params = {}
+        lim = jn.find("limit")
+        if lim is not None:
+            eff = _attr_float(rep, lim, "effort", -1.0)
+            vel = _attr_float(rep, lim, "velocity", -1.0)
+            info["limits"][jname] = (eff, vel)
+            if jtype in ("revolute", "prismatic"):
+                params["lo_stop"] = _attr_float(rep, lim, "lower", 0.0)
+                params["hi_stop"] = _attr_float(rep, lim, "upper", 0.0)
+            if motors and eff > 0:
+                params["vel"], params["fmax"] = 0.0, eff
+        elif jtype in ("revolute", "prismatic"):
+            raise rep.error(jn, f"a {jtype} joint needs <limit> (URDF)")
+        dyn = jn.find("dynamics")
+        if dyn is not None:
+            fr = _attr_float(rep, dyn, "friction", 0.0)
+            if fr > 0 and "fmax" not in params:
+                params["vel"], params["fmax"] = 0.0, fr
+            if _attr_float(rep, dyn, "damping", 0.0) != 0:
+                rep.warn(dyn, "joint damping is not supported (jaxode has no joint damping), "
+                              "ignored", key="joint damping")
+        try:
+            if jtype in ("revolute", "continuous"):
+                ji = b.add_hinge(cbody, pbody, anchor=T_child[:3, 3], axis=waxis, **params)
+            elif jtype == "prismatic":
+                ji = b.add_slider(cbody, pbody, axis=waxis, **params)
+            else:
+                ji = b.add_fixed(cbody, pbody)
+        except ValueError as e:
+            raise rep.error(jn, str(e)) from None
+        info["joints"][jname] = ji
+
+    ngeom0 = len(b.geoms)
+    T0 = transform(np.asarray(base_pos, dtype=np.float64), np.asarray(base_rpy, dtype=np.float64))
+    place(roots[0], T0, None, None)
+    if fixed_base and placed[roots[0]][0] is not None:
+        info["joints"]["__fixed_base__"] = b.add_fixed(placed[roots[0]][0], None)
+    stack = list(children[roots[0]])
+    while stack:
+        jn = stack.pop(0)
+        joint(jn, placed[jn.find("parent").attrib["link"]][2])
+        stack.extend(children[jn.find("child").attrib["link"]])
+    _skip(rep, root, ("link", "joint"))
+    moving = [g for g in b.geoms[ngeom0:] if g["body"] is not None]
+    if not self_collision and len({g["body"] for g in moving}) >= 2:
+        groups = b.__dict__.setdefault("collide_groups", {})  # shared with load_sdf
+        if len(groups) >= 32:
+            rep.warn(root, "more than 32 robots/models without self-collision: the links of "
+                           "this robot collide with each other", key="collide groups")
+        else:
+            bit = 1 << len(groups)
+            groups[root.attrib.get("name", f"robot{len(groups)}")] = bit
+            info["collide_group"] = bit
+            for g in moving:
+                g["category"], g["collide"] = bit, 0xFFFFFFFF & ~bit
+    b.urdf_info = info
     return b
+
+
+def _missing(rep: Reporter, node: Node, key: str):
+    raise rep.error(node, f"needs attribute {key!r}")
