@@ -138,7 +138,7 @@ def test_resting_box_penetration_matches_erp_cfm_theory():
 def test_torque_free_asymmetric_body_keeps_its_angular_momentum():
     b = jaxode.WorldBuilder(gravity=(0.0, 0.0, 0.0))
     m = jaxode.mass.box(size=(0.1, 0.3, 0.6), total=2.0)
-    body = b.add_body(angvel=(0.3, 4.0, 0.4), mass=m)
+    b.add_body(angvel=(0.3, 4.0, 0.4), mass=m)
     model = b.build()
     n, h = 2000, 0.001
     _, traj = jaxode.rollout(model, jaxode.init(model), n, h)

@@ -23,7 +23,7 @@ import ctypes
 import ctypes.util
 import math
 import os
-from typing import NamedTuple, Optional, Sequence
+from typing import NamedTuple, Optional
 
 import numpy as np
 
