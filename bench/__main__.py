@@ -174,6 +174,9 @@ def main(argv=None) -> None:
     ap.add_argument("--steps", type=int, default=None)
     ap.add_argument("--no-ode", action="store_true")
     ap.add_argument("--out", type=Path, default=ROOT / "bench")
+    ap.add_argument("--max-run-s", type=float, default=120.0,
+                    help="skip a larger batch of a scene when the smaller batch's throughput "
+                         "predicts its two timed runs would take longer than this [s]")
     args = ap.parse_args(argv)
     names = args.scenes or [n for n in S.SCENES if not (args.quick and n == "bin_256")]
     batches = args.batch or ([1, 64] if args.quick else [1, 64, 1024, 4096] + ([16384] if args.full else []))
@@ -197,7 +200,12 @@ def main(argv=None) -> None:
     results = []
     for name in names:
         model = S.model_of(name)
+        prev = None
         for b in batches:
+            if prev is not None and 2 * b * args.steps / prev > args.max_run_s:
+                print(f"jaxode {name:8s} batch {b:6d}: skipped (predicted "
+                      f"{2 * b * args.steps / prev:.0f} s > --max-run-s {args.max_run_s:g})")
+                continue
             try:
                 r = run_jaxode(model, b, args.steps)
             except Exception as e:  # noqa: BLE001 - e.g. out of memory at a big batch
@@ -205,6 +213,7 @@ def main(argv=None) -> None:
                 break
             r["scene"] = name
             results.append(r)
+            prev = r["world_steps_per_s"]
             o = ode.get(name)
             ratio = f"  x{r['world_steps_per_s'] / o['world_steps_per_s']:.2f} ODE" if o else ""
             print(f"jaxode {name:8s} batch {b:6d}: {r['world_steps_per_s']:12,.0f} world-steps/s, "
