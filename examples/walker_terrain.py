@@ -8,9 +8,9 @@ torso collide with the terrain (capsule-heightfield, box-heightfield). After
 3 s we report throughput, upright worlds and the forward distance per mu,
 next to what the same worlds do on the flat plane (``--compare``).
 
-Measured (2-core CPU shared with other jobs, load ~3.7, float32): 1024 worlds
-x 300 steps on the terrain: compile 66 s, 4,024 world-steps/s, all upright,
-0.55-0.67 m forward; on the plane (``--compare``) 7,334 world-steps/s,
+Measured (idle 2-core CPU, float32, 2026-11-23): 1024 worlds x 300 steps on
+the terrain: compile 20 s, 9,381 world-steps/s, all upright, 0.55-0.67 m
+forward; on the plane (``--compare``) compile 15 s, 13,907 world-steps/s,
 0.58-0.74 m.
 
 Run:  python examples/walker_terrain.py [--worlds 1024] [--steps 300] [--bumps 0.04]
@@ -27,9 +27,10 @@ import jax.numpy as jnp
 import numpy as np
 
 import jaxode
+from jaxode.robots import quadruped as qd  # the robot: sizes, masses, joint ranges, bits
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import walker as wk  # noqa: E402  (the flat-ground example: robot, gait, randomisation)
+import walker as wk  # noqa: E402  (the flat-ground example: gait, controller, randomisation)
 
 SIZE = (8.0, 4.0)
 CENTRE = (3.0, 0.0)
@@ -50,39 +51,39 @@ def terrain(amplitude: float, seed: int = 1) -> np.ndarray:
     return amplitude * h / max(np.abs(h).max(), 1e-9)
 
 
-def build_on_terrain(heights: np.ndarray) -> wk.Walker:
-    """walker.build_walker with its plane replaced by the heightfield."""
-    flat = wk.build_walker()
+def build_on_terrain(heights: np.ndarray) -> qd.Walker:
+    """quadruped.build_walker with its plane replaced by the heightfield."""
+    flat = qd.build_walker()
     b = jaxode.WorldBuilder(gravity=(0.0, 0.0, -9.81))
     surf = jaxode.Surface(mu=1.0)
     b.add_heightfield(heights, size=SIZE, pos=(CENTRE[0], CENTRE[1], 0.0), surface=surf,
-                      category_bits=wk._PLANE, collide_bits=wk._BODY)
-    r, ln = wk.LEG_RADIUS, wk.LINK_LENGTH
+                      category_bits=qd._PLANE, collide_bits=qd._BODY)
+    r, ln = qd.LEG_RADIUS, qd.LINK_LENGTH
     lift = max(0.0, float(np.max(heights[GRID[0] // 2 - 35:GRID[0] // 2 - 25,
                                          GRID[1] // 2 - 3:GRID[1] // 2 + 4])))
     hip_z = 2 * ln + r + 0.01 + lift
     torso = b.add_body(pos=(0.0, 0.0, hip_z),
-                       mass=jaxode.mass.box(size=wk.TORSO_SIZE, total=wk.TORSO_MASS))
-    b.add_box(size=wk.TORSO_SIZE, body=torso, surface=surf, category_bits=wk._BODY,
-              collide_bits=wk._PLANE)
-    thigh_m = jaxode.mass.capsule(r, ln, direction=3, total=wk.THIGH_MASS)
-    shin_m = jaxode.mass.capsule(r, ln, direction=3, total=wk.SHIN_MASS)
+                       mass=jaxode.mass.box(size=qd.TORSO_SIZE, total=qd.TORSO_MASS))
+    b.add_box(size=qd.TORSO_SIZE, body=torso, surface=surf, category_bits=qd._BODY,
+              collide_bits=qd._PLANE)
+    thigh_m = jaxode.mass.capsule(r, ln, direction=3, total=qd.THIGH_MASS)
+    shin_m = jaxode.mass.capsule(r, ln, direction=3, total=qd.SHIN_MASS)
     hips, knees = [], []
-    for hx, hy in wk.HIP_XY:
+    for hx, hy in qd.HIP_XY:
         thigh = b.add_body(pos=(hx, hy, hip_z - ln / 2), mass=thigh_m)
         b.add_capsule(r, ln, body=thigh, surface=surf, category_bits=0, collide_bits=0)
         shin = b.add_body(pos=(hx, hy, hip_z - 1.5 * ln), mass=shin_m)
-        b.add_capsule(r, ln, body=shin, surface=surf, category_bits=wk._BODY,
-                      collide_bits=wk._PLANE)
+        b.add_capsule(r, ln, body=shin, surface=surf, category_bits=qd._BODY,
+                      collide_bits=qd._PLANE)
         hips.append(b.add_hinge(thigh, torso, anchor=(hx, hy, hip_z), axis=(0, 1, 0),
-                                lo_stop=wk.HIP_RANGE[0], hi_stop=wk.HIP_RANGE[1], fmax=flat.fmax))
+                                lo_stop=qd.HIP_RANGE[0], hi_stop=qd.HIP_RANGE[1], fmax=flat.fmax))
         knees.append(b.add_hinge(shin, thigh, anchor=(hx, hy, hip_z - ln), axis=(0, 1, 0),
-                                 lo_stop=wk.KNEE_RANGE[0], hi_stop=wk.KNEE_RANGE[1],
+                                 lo_stop=qd.KNEE_RANGE[0], hi_stop=qd.KNEE_RANGE[1],
                                  fmax=flat.fmax))
-    return wk.Walker(b.build(), tuple(hips), tuple(knees), torso, flat.fmax)
+    return qd.Walker(b.build(), tuple(hips), tuple(knees), torso, flat.fmax)
 
 
-def run(walker: wk.Walker, worlds: int, steps: int, dt: float):
+def run(walker: qd.Walker, worlds: int, steps: int, dt: float):
     params, mu, freq, _ = wk.randomise(walker, worlds)
     states = jaxode.batch(jaxode.init(walker.model), worlds)
     f = jnp.asarray(freq, states.pos.dtype)
@@ -114,7 +115,7 @@ def main() -> None:
     h = terrain(args.bumps)
     results = {"terrain": run(build_on_terrain(h), args.worlds, args.steps, args.dt)}
     if args.compare:
-        results["plane"] = run(wk.build_walker(), args.worlds, args.steps, args.dt)
+        results["plane"] = run(qd.build_walker(), args.worlds, args.steps, args.dt)
     print(f"jaxode {jaxode.__version__} on {jax.devices()[0].platform.upper()}; terrain "
           f"{GRID[0]} x {GRID[1]} heights over {SIZE[0]} x {SIZE[1]} m, "
           f"{h.min():+.3f} to {h.max():+.3f} m")
