@@ -21,6 +21,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxode import math as jm
+from jaxode.surface import erp_cfm_from_kp_kd
 from jaxode.types import FRICTION_BOX, FRICTION_CONE, Contacts, Model, Params
 
 
@@ -104,11 +105,10 @@ def contact_rows(model: Model, params: Params, contacts: Contacts, body_pos: jax
         kp = jnp.where(set1 & set2, s1 * s2 / jnp.where(s1 + s2 > 0, s1 + s2, 1.0),
                        jnp.where(set1, s1, s2))
         kd_geom = jnp.maximum(_opt(p.kd, p.kp), 0.0)
-        kd = kd_geom[g1] + kd_geom[g2]
-        hk = h * kp + kd
-        hk_safe = jnp.where(has_kp & (hk > 0), hk, 1.0)
-        erp = jnp.where(has_kp, h * kp / hk_safe, erp)
-        cfm = jnp.where(has_kp, 1.0 / hk_safe, cfm)
+        # kp > 0 where set (validated); kp = 1 on the other lanes: no zero divisor.
+        erp_kp, cfm_kp = erp_cfm_from_kp_kd(kp, kd_geom[g1] + kd_geom[g2], h)
+        erp = jnp.where(has_kp, erp_kp, erp)
+        cfm = jnp.where(has_kp, cfm_kp, cfm)
     max_vel = jnp.minimum(jnp.minimum(p.max_vel[g1], p.max_vel[g2]), p.contact_max_correcting_vel)
     min_depth = jnp.minimum(jnp.minimum(p.min_depth[g1], p.min_depth[g2]), p.contact_surface_layer)
     # Friction-row CFM: force-dependent slip where set (ODE dContactSlip1/2), else the world's.
@@ -125,12 +125,13 @@ def contact_rows(model: Model, params: Params, contacts: Contacts, body_pos: jax
     smu, vs = mu, zero
     if p.static_mu is not None:
         smu = _combine_soft(p.static_mu[g1], p.static_mu[g2], mu, use_min=True)
-        vs = _combine_soft(_opt(p.static_speed, p.static_mu)[g1],
-                           _opt(p.static_speed, p.static_mu)[g2], zero, use_min=True)
+        vs_geom = _opt(p.static_speed, p.static_mu)
+        vs = _combine_soft(vs_geom[g1], vs_geom[g2], zero, use_min=True)
     roll = spin = zero
     if model.angular_friction:
-        roll = _combine_soft(_opt(p.rolling, p.mu)[g1], _opt(p.rolling, p.mu)[g2], zero, True)
-        spin = _combine_soft(_opt(p.spinning, p.mu)[g1], _opt(p.spinning, p.mu)[g2], zero, True)
+        roll_geom, spin_geom = _opt(p.rolling, p.mu), _opt(p.spinning, p.mu)
+        roll = _combine_soft(roll_geom[g1], roll_geom[g2], zero, True)
+        spin = _combine_soft(spin_geom[g1], spin_geom[g2], zero, True)
 
     # Material pairs (both geoms name a material): the table replaces those values.
     if p.mat_friction is not None:
