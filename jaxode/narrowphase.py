@@ -11,12 +11,19 @@ static-static excluded) and grouped by ``(type1, type2)``. Each step:
 4. all groups' slots are concatenated (group order: sorted (type1, type2),
    then candidate order, then slot) and the valid ones compacted into the
    model's ``contact_capacity``; the excess is counted as overflow.
+
+Under ``jax.vmap`` (a batch of worlds) a group with no overlapping pair in any
+world is skipped, and compaction shares its indices across the batch when the
+union of the worlds' entries fits (:mod:`jaxode.batch_rules`): a world's
+contacts then keep their order but may sit in non-adjacent slots. No world's
+result changes.
 """
 from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
 
+from jaxode.batch_rules import compact, unless_none
 from jaxode.collision import box, capsule, cylinder, heightfield, sphere
 from jaxode.collision import types as ct
 from jaxode.types import Contacts, Model
@@ -59,17 +66,6 @@ def static_slots(model: Model) -> bool:
             and all(g.capacity >= g.geom1.shape[0] for g in model.pair_groups))
 
 
-def _compact(mask: jax.Array, capacity: int) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """Indices of the first ``capacity`` True entries, their validity, and the overflow."""
-    n = mask.shape[0]
-    count = jnp.sum(mask, dtype=jnp.int32)
-    if capacity >= n:
-        return jnp.arange(n), mask, jnp.zeros((), jnp.int32)
-    (idx,) = jnp.nonzero(mask, size=capacity, fill_value=0)
-    valid = jnp.arange(capacity) < count
-    return idx, valid, jnp.maximum(count - capacity, 0).astype(jnp.int32)
-
-
 def collide(model: Model, gpos: jax.Array, grot: jax.Array, lo: jax.Array,
             hi: jax.Array) -> tuple[Contacts, jax.Array, jax.Array, jax.Array]:
     """Contacts of one world.
@@ -84,16 +80,18 @@ def collide(model: Model, gpos: jax.Array, grot: jax.Array, lo: jax.Array,
         fn, _ = PAIR_FUNCTIONS[(grp.type1, grp.type2)]
         g1, g2 = grp.geom1, grp.geom2
         overlap = jnp.all((lo[g1] <= hi[g2]) & (lo[g2] <= hi[g1]), axis=-1)
-        idx, pvalid, ovf = _compact(overlap, grp.capacity)
+        idx, pvalid, ovf = compact(overlap, grp.capacity)
         overflow_pairs = overflow_pairs + ovf
         a, b = g1[idx], g2[idx]
         ga = ct.GeomWorld(gpos[a], grot[a], model.geom_size[a])
         gb = ct.GeomWorld(gpos[b], grot[b], model.geom_size[b])
         if grp.type2 == ct.HEIGHTFIELD:
             hf = model.geom_size[b, 2].astype(jnp.int32)
-            c = jax.vmap(fn)(ga, gb, model.hfield_heights[hf], model.hfield_dims[hf])
+            c = unless_none(pvalid, jax.vmap(fn), ga, gb, model.hfield_heights[hf],
+                            model.hfield_dims[hf])
         else:
-            c = jax.vmap(fn)(ga, gb)
+            # (skipped when no pair of this kind overlaps, in any world of a batch)
+            c = unless_none(pvalid, jax.vmap(fn), ga, gb)
         k = grp.ncontact
         slot = jnp.arange(k)[None, :]
         valid = c.valid[:, :k] & pvalid[:, None] & (slot < grp.max_contacts[idx][:, None])
@@ -115,7 +113,7 @@ def collide(model: Model, gpos: jax.Array, grot: jax.Array, lo: jax.Array,
     cat = {key: jnp.concatenate([p[key] for p in parts], axis=0) for key in parts[0]}
     valid = cat["valid"]
     nfound = jnp.sum(valid, dtype=jnp.int32)
-    idx, cvalid, overflow_contacts = _compact(valid, cap)
+    idx, cvalid, overflow_contacts = compact(valid, cap)
     sel = {key: v[idx] for key, v in cat.items()}
     m = cvalid
     contacts = Contacts(

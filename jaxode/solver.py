@@ -90,13 +90,53 @@ def _prepare(rows: Rows, inv_mass, inv_inertia, rhs_body, h, sor) -> _Prepared:
                      rhs * ad, cfm * ad, rows.lo, rows.hi)
 
 
+def _live_count(per_row_live: jax.Array) -> jax.Array:
+    """1 + the index of the last True entry (0 if none): rows past it are no-ops."""
+    n = per_row_live.shape[0]
+    return jnp.max(jnp.where(per_row_live, jnp.arange(1, n + 1), 0)).astype(jnp.int32)
+
+
+def _pad_rows(x: jax.Array, multiple: int) -> jax.Array:
+    extra = -x.shape[0] % multiple
+    if not extra:
+        return x
+    return jnp.concatenate([x, jnp.zeros((extra,) + x.shape[1:], x.dtype)], axis=0)
+
+
+def _scan_rows(step, carry, xs, ys0, unroll: int, count):
+    """``lax.scan(step, carry, xs)`` over the leading axis, or, with ``count``
+    (traced int), over the first ``count`` entries only (the rest of ``ys0`` is
+    kept): a while loop of ``unroll`` entries per trip over zero-padded xs.
+    Padding entries are no-op rows (zero Jacobian, rhs, cfm and bounds)."""
+    if count is None:
+        return jax.lax.scan(step, carry, xs, unroll=unroll)
+    n = ys0.shape[0]
+    xs = jax.tree.map(lambda a: _pad_rows(a, unroll), xs)
+    ys0 = _pad_rows(ys0, unroll)
+
+    def trip(i, state):
+        c, ys = state
+        for u in range(unroll):
+            k = i * unroll + u
+            x = jax.tree.map(lambda a: jax.lax.dynamic_index_in_dim(a, k, 0, keepdims=False), xs)
+            c, y = step(c, x)
+            ys = jax.lax.dynamic_update_index_in_dim(ys, y, k, 0)
+        return c, ys
+
+    carry, ys = jax.lax.fori_loop(0, (count + unroll - 1) // unroll, trip, (carry, ys0))
+    return carry, ys[:n]
+
+
 def _sweeps(iterations: int, block: int, cone: bool, b1h, b2h, b1t, b2t, fidx, pyramid,
-            conerow, *rows):
+            conerow, *rows, live: bool = False):
     """The SOR sweeps, world-minor: every float array carries a trailing world axis W.
 
     rows = (head: j1, j2, imj1, imj2 (R, 6, W), rhs, cfm, lo, hi (R, W);
             tail: the same, then fc0 (B, 6, W)). Body indices are shared by all
-    W worlds, so fc is read and written by dynamic slicing.
+    W worlds, so fc is read and written by dynamic slicing. With ``live``
+    each sweep stops after the last row (head) and contact (tail) that is
+    active in some world: later rows are no-ops (zero Jacobian and rhs), so
+    skipping them changes nothing.
 
     The tail is solved one contact at a time, ``block`` rows per contact (its
     friction rows, then any rolling/spinning rows), in row order. With
@@ -181,17 +221,26 @@ def _sweeps(iterations: int, block: int, cone: bool, b1h, b2h, b1t, b2t, fidx, p
     def blocks(x):
         return x.reshape((nc, block) + x.shape[1:])
 
+    def row_live(j1, j2, rhs):
+        return (jnp.any(j1 != 0, axis=(1, 2)) | jnp.any(j2 != 0, axis=(1, 2))
+                | jnp.any(rhs != 0, axis=1))
+
+    n_head = _live_count(row_live(hj1, hj2, hrhs)) if live and nh else None
+    n_tail = (_live_count(jnp.any(blocks(row_live(tj1, tj2, trhs)), axis=1))
+              if live and nt else None)
+
     def sweep(carry, _):
         fc, lam_h, lam_t = carry
         if nh:
-            fc, lam_h = jax.lax.scan(
+            fc, lam_h = _scan_rows(
                 head_row, fc, (b1h, b2h, hj1, hj2, hi1, hi2, hrhs, hcfm, lam_h, hlo, hhi),
-                unroll=UNROLL)
+                lam_h, UNROLL, n_head)
         if nt:
             lam_n = lam_h[fidx] if nh else jnp.zeros((nt, w), dtype)
             xs = tuple(blocks(a) for a in (b1t, b2t, tj1, tj2, ti1, ti2, trhs, tcfm, lam_t,
                                            lam_n, tlo, thi, pyramid, conerow))
-            fc, lam_t = jax.lax.scan(tail_contact, fc, xs, unroll=max(1, UNROLL // block))
+            fc, lam_t = _scan_rows(tail_contact, fc, xs, blocks(lam_t),
+                                   max(1, UNROLL // block), n_tail)
             lam_t = lam_t.reshape((nt,) + lam_t.shape[2:])
         return (fc, lam_h, lam_t), None
 
@@ -226,14 +275,26 @@ def _batched_sweeps(iterations: int, block: int = 2, cone: bool = False):
 
     @run.def_vmap
     def rule(axis_size, in_batched, *args):
-        if any(in_batched[:nidx]):
-            axes = [0 if b else None for b in in_batched]
-            # (vmap the plain loop: vmapping ``run`` here would re-enter this rule)
-            return jax.vmap(plain, in_axes=axes)(*args), (True, True, True)
         idx, rows = args[:nidx], args[nidx:]
-        rows = [_to_world_minor(r, b, axis_size) for r, b in zip(rows, in_batched[nidx:])]
-        out = _sweeps(iterations, block, cone, *idx, *rows)
-        return tuple(jnp.moveaxis(o, -1, 0) for o in out), (True, True, True)
+
+        def shared(idx):
+            wm = [_to_world_minor(r, b, axis_size) for r, b in zip(rows, in_batched[nidx:])]
+            out = _sweeps(iterations, block, cone, *idx, *wm, live=True)
+            return tuple(jnp.moveaxis(o, -1, 0) for o in out)
+
+        if not any(in_batched[:nidx]):
+            return shared(idx), (True, True, True)
+        # Per-world indices (contact compaction): if every world has the same
+        # ones (batch_rules.compact shares them when it can), run the shared
+        # path on world 0's; otherwise vmap the plain loop (gather/scatter).
+        # (vmapping ``run`` here would re-enter this rule.)
+        axes = [0 if b else None for b in in_batched]
+        first = [i[0] if b else i for i, b in zip(idx, in_batched[:nidx])]
+        same = jnp.all(jnp.stack([jnp.all(i == i[:1]) for i, b in zip(idx, in_batched[:nidx])
+                                  if b]))
+        out = jax.lax.cond(same, lambda _: shared(first),
+                           lambda _: jax.vmap(plain, in_axes=axes)(*args), None)
+        return out, (True, True, True)
 
     # custom_vmap has no reverse mode; derivatives come from the plain loop
     # (same arithmetic, world-major under vmap), forward and reverse alike.
