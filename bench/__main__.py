@@ -15,6 +15,11 @@ These are measurements, not tests: nothing here asserts a speed.
 Run:  python -m bench                       # batch 1, 64, 1024, 4096 (16384 with --full)
       python -m bench --quick               # batch 1 and 64, 50 steps, no bin_256
       python -m bench --scenes boxes chain --batch 1024
+      python -m bench --cpu-devices 1         # one XLA CPU device (one core for the loops)
+
+On CPU the command makes one XLA device per core (``--cpu-devices``, default
+``os.cpu_count()``) and shards every batch that divides evenly over them:
+one CPU device runs a batch's sequential solver loop on one core.
 """
 from __future__ import annotations
 
@@ -28,12 +33,30 @@ import tempfile
 import time
 from pathlib import Path
 
-import jax
-import numpy as np
 
-import jaxode
-from bench import scenes as S
-from bench.bench_step import machine_info
+def _cpu_devices_from_argv(argv) -> int:
+    """``--cpu-devices N`` (default: one per core), read before JAX starts."""
+    for i, a in enumerate(argv):
+        if a == "--cpu-devices" and i + 1 < len(argv):
+            return int(argv[i + 1])
+        if a.startswith("--cpu-devices="):
+            return int(a.split("=", 1)[1])
+    return os.cpu_count() or 1
+
+
+# One XLA CPU device runs a batch's sequential solver loop on one core; several
+# devices, each stepping its share of the worlds (jaxode.shard_worlds), use all
+# of them. The flag must be set before JAX initialises its backends.
+if "xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", ""):
+    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_"
+                               f"device_count={_cpu_devices_from_argv(sys.argv)}").strip()
+
+import jax  # noqa: E402
+import numpy as np  # noqa: E402
+
+import jaxode  # noqa: E402
+from bench import scenes as S  # noqa: E402
+from bench.bench_step import machine_info  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 ODE_SRC = ROOT / "bench" / "ode_scene.c"
@@ -49,6 +72,11 @@ def tree_nbytes(tree) -> int:
 def run_jaxode(model, batch: int, steps: int) -> dict:
     states = jaxode.batch(jaxode.init(model), batch)
     params = jaxode.batch(model.params, batch)
+    ndev = len(jax.devices())
+    devices = ndev if ndev > 1 and batch % ndev == 0 else 1
+    if devices > 1:
+        mesh = jaxode.world_mesh()
+        states, params = jaxode.shard_worlds(states, mesh), jaxode.shard_worlds(params, mesh)
     fn = jax.jit(jax.vmap(lambda s, p: jaxode.rollout(model, s, steps, DT, params=p)[0]))
     t0 = time.perf_counter()
     compiled = fn.lower(states, params).compile()
@@ -64,7 +92,7 @@ def run_jaxode(model, batch: int, steps: int) -> dict:
         final = jax.block_until_ready(compiled(states, params))
         times.append(time.perf_counter() - t0)
     best = min(times)
-    return dict(batch=batch, steps=steps, compile_s=t_compile, run_s=best,
+    return dict(batch=batch, steps=steps, devices=devices, compile_s=t_compile, run_s=best,
                 world_steps_per_s=batch * steps / best,
                 bytes_per_world=(tree_nbytes(states) + tree_nbytes(params)) / batch,
                 temp_bytes_per_world=None if temp is None else temp / batch,
@@ -108,13 +136,14 @@ def mjx_status() -> str:
 
 
 def table(results: list, ode: dict) -> str:
-    lines = ["| scene | batch | world-steps/s | jaxode / ODE | compile s | bytes/world (state+params, XLA temp) | contacts/world |",
-             "|---|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| scene | batch | devices | world-steps/s | jaxode / ODE | compile s | bytes/world (state+params, XLA temp) | contacts/world |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for r in results:
         o = ode.get(r["scene"])
         ratio = f"{r['world_steps_per_s'] / o['world_steps_per_s']:.2f}" if o else "n/a"
         temp = "" if r["temp_bytes_per_world"] is None else f", {r['temp_bytes_per_world']:,.0f}"
-        lines.append(f"| {r['scene']} | {r['batch']} | {r['world_steps_per_s']:,.0f} | {ratio} | "
+        lines.append(f"| {r['scene']} | {r['batch']} | {r.get('devices', 1)} | "
+                     f"{r['world_steps_per_s']:,.0f} | {ratio} | "
                      f"{r['compile_s']:.1f} | {r['bytes_per_world']:,.0f}{temp} | "
                      f"{r['contacts_per_world']:.1f} |")
     lines.append("")
@@ -127,7 +156,9 @@ def table(results: list, ode: dict) -> str:
 
 def write_markdown(path: Path, info: dict, body: str, args) -> None:
     block = (f"{BEGIN}\n## Latest `python -m bench` run\n\n"
-             f"{info['date']}; {info['cpu_model']} x{info['nproc']}; device {info['device']}; "
+             f"{info['date']}; {info['cpu_model']} x{info['nproc']}; device {info['device']} "
+             f"({len(jax.devices())} {jax.devices()[0].platform} devices; a batch that divides "
+             f"evenly is sharded over them, column 'devices'); "
              f"jax {info['jax']}, jaxode {info['jaxode']}, x64 {info['x64']}; "
              f"load average at the start {info['loadavg']}; {args.steps} steps of {DT} s; "
              f"MJX: {info['mjx']}.\n\n{body}\n{END}")
@@ -174,6 +205,9 @@ def main(argv=None) -> None:
     ap.add_argument("--steps", type=int, default=None)
     ap.add_argument("--no-ode", action="store_true")
     ap.add_argument("--out", type=Path, default=ROOT / "bench")
+    ap.add_argument("--cpu-devices", type=int, default=os.cpu_count() or 1,
+                    help="CPU devices (XLA_FLAGS, set at start; default one per core): a batch "
+                         "that divides evenly is sharded over them (jaxode.shard_worlds)")
     ap.add_argument("--max-run-s", type=float, default=120.0,
                     help="skip a larger batch of a scene when the smaller batch's throughput "
                          "predicts its two timed runs would take longer than this [s]")
