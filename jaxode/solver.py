@@ -128,7 +128,7 @@ def _scan_rows(step, carry, xs, ys0, unroll: int, count):
 
 
 def _sweeps(iterations: int, block: int, cone: bool, b1h, b2h, b1t, b2t, fidx, pyramid,
-            conerow, *rows, live: bool = False):
+            conerow, *rows, live: bool = False, unroll: int = UNROLL):
     """The SOR sweeps, world-minor: every float array carries a trailing world axis W.
 
     rows = (head: j1, j2, imj1, imj2 (R, 6, W), rhs, cfm, lo, hi (R, W);
@@ -136,7 +136,7 @@ def _sweeps(iterations: int, block: int, cone: bool, b1h, b2h, b1t, b2t, fidx, p
     W worlds, so fc is read and written by dynamic slicing. With ``live``
     each sweep stops after the last row (head) and contact (tail) that is
     active in some world: later rows are no-ops (zero Jacobian and rhs), so
-    skipping them changes nothing.
+    skipping them changes nothing. ``unroll``: rows per loop trip.
 
     The tail is solved one contact at a time, ``block`` rows per contact (its
     friction rows, then any rolling/spinning rows), in row order. With
@@ -158,8 +158,9 @@ def _sweeps(iterations: int, block: int, cone: bool, b1h, b2h, b1t, b2t, fidx, p
         delta = rhs - lam * cfm - jnp.sum(j1 * v1, axis=0) - jnp.sum(j2 * v2, axis=0)
         new = jnp.clip(lam + delta, lo, hi)
         d = new - lam
+        # (both writes from the reads above: a row's two bodies differ, or are
+        # both the static world, whose inverse mass, hence i1 and i2, is zero)
         fc = jax.lax.dynamic_update_index_in_dim(fc, v1 + d * i1, a1, 0)
-        v2 = jax.lax.dynamic_index_in_dim(fc, a2, 0, keepdims=False)
         fc = jax.lax.dynamic_update_index_in_dim(fc, v2 + d * i2, a2, 0)
         return fc, new
 
@@ -234,13 +235,13 @@ def _sweeps(iterations: int, block: int, cone: bool, b1h, b2h, b1t, b2t, fidx, p
         if nh:
             fc, lam_h = _scan_rows(
                 head_row, fc, (b1h, b2h, hj1, hj2, hi1, hi2, hrhs, hcfm, lam_h, hlo, hhi),
-                lam_h, UNROLL, n_head)
+                lam_h, unroll, n_head)
         if nt:
             lam_n = lam_h[fidx] if nh else jnp.zeros((nt, w), dtype)
             xs = tuple(blocks(a) for a in (b1t, b2t, tj1, tj2, ti1, ti2, trhs, tcfm, lam_t,
                                            lam_n, tlo, thi, pyramid, conerow))
             fc, lam_t = _scan_rows(tail_contact, fc, xs, blocks(lam_t),
-                                   max(1, UNROLL // block), n_tail)
+                                   max(1, unroll // block), n_tail)
             lam_t = lam_t.reshape((nt,) + lam_t.shape[2:])
         return (fc, lam_h, lam_t), None
 
@@ -266,9 +267,10 @@ def _batched_sweeps(iterations: int, block: int = 2, cone: bool = False):
     """
     nidx = 7
 
-    def plain(*args):
+    def plain(*args, unroll=UNROLL):
         idx, rows = args[:nidx], args[nidx:]
-        out = _sweeps(iterations, block, cone, *idx, *(r[..., None] for r in rows))
+        out = _sweeps(iterations, block, cone, *idx, *(r[..., None] for r in rows),
+                      unroll=unroll)
         return tuple(o[..., 0] for o in out)
 
     run = custom_vmap(plain)
@@ -292,8 +294,10 @@ def _batched_sweeps(iterations: int, block: int = 2, cone: bool = False):
         first = [i[0] if b else i for i, b in zip(idx, in_batched[:nidx])]
         same = jnp.all(jnp.stack([jnp.all(i == i[:1]) for i, b in zip(idx, in_batched[:nidx])
                                   if b]))
+        # (the fallback is not unrolled: it is the rare path, and compile time counts)
         out = jax.lax.cond(same, lambda _: shared(first),
-                           lambda _: jax.vmap(plain, in_axes=axes)(*args), None)
+                           lambda _: jax.vmap(functools.partial(plain, unroll=1),
+                                              in_axes=axes)(*args), None)
         return out, (True, True, True)
 
     # custom_vmap has no reverse mode; derivatives come from the plain loop
