@@ -353,10 +353,12 @@ def _face_manifold(ref: PlacedHull, fr, inc: PlacedHull):
 
 
 def _edge_pairs(a: PlacedHull, b: PlacedHull):
-    """Separations [m] along the cross products of all edge pairs (EA, EB),
-    -BIG where the pair forms no face of the Minkowski difference (their
-    Gauss-map arcs do not cross) or the edges are parallel, with the unit
-    axes (EA, EB, 3) pointing out of hull a."""
+    """Separations [m] (EA, EB) along the cross products of all edge pairs,
+    the axis pointing out of hull a; -BIG where the pair forms no face of
+    the Minkowski difference (their Gauss-map arcs do not cross) or the
+    edges are parallel. Every quantity is a triple product, so all pairs
+    cost a few (EA, 3) @ (3, EB) products: with u = da x db and w = pb - pa,
+    u . w = da . (db x pb) - db . (pa x da) and |u|^2 = |da|^2 |db|^2 - (da . db)^2."""
     ea, eb = a.hull.edges, b.hull.edges
     pa, pb = a.verts[ea[:, 0]], b.verts[eb[:, 0]]
     da, db = a.verts[ea[:, 1]] - pa, b.verts[eb[:, 1]] - pb
@@ -368,60 +370,98 @@ def _edge_pairs(a: PlacedHull, b: PlacedHull):
     adc = na[:, 0] @ dxc.T
     bdc = na[:, 1] @ dxc.T
     minkowski = (cba * dba < 0) & (adc * bdc < 0) & (cba * bdc > 0)
-    u = jnp.cross(da[:, None], db[None])
-    u2 = jnp.sum(u * u, axis=-1)
-    ok = minkowski & (u2 > _PARALLEL2 * jnp.sum(da * da, -1)[:, None] * jnp.sum(db * db, -1)[None])
-    u = u / jnp.sqrt(jnp.where(ok, u2, 1.0))[..., None]
-    u = u * jnp.where(jnp.sum(u * (pa - a.centre)[:, None], axis=-1) < 0, -1.0, 1.0)[..., None]
-    sep = jnp.sum(u * (pb[None] - pa[:, None]), axis=-1)
-    return jnp.where(ok, sep, -_BIG), u
+    la2, lb2 = jnp.sum(da * da, -1)[:, None], jnp.sum(db * db, -1)[None]
+    dadb = da @ db.T
+    u2 = la2 * lb2 - dadb * dadb
+    ok = minkowski & (u2 > _PARALLEL2 * la2 * lb2)
+    uw = da @ jnp.cross(db, pb).T - jnp.cross(pa, da) @ db.T
+    out = jnp.cross(pa - a.centre, da) @ db.T  # u . (pa - centre): > 0 when u points out of a
+    sep = jnp.where(out < 0, -uw, uw) / jnp.sqrt(jnp.where(ok, u2, 1.0))
+    return jnp.where(ok, sep, -_BIG)
 
 
-def hull_hull(a: PlacedHull, b: PlacedHull, ncon: int) -> Contact:
-    """Hull a (geom 1) vs hull b (geom 2): SAT over face normals and
-    Minkowski edge pairs, then face clipping or one edge-edge contact (see
-    the module docstring); ``ncon`` slots, normals from b into a."""
-    fa, fb = a.normals.shape[0], b.normals.shape[0]
+def _edge_axis(a: PlacedHull, b: PlacedHull, i, j):
+    """Unit cross product of edge i of a and edge j of b, pointing out of a."""
+    ea, eb = a.hull.edges[i], b.hull.edges[j]
+    pa = a.verts[ea[0]]
+    u = _normalize(jnp.cross(a.verts[ea[1]] - pa, b.verts[eb[1]] - b.verts[eb[0]]),
+                   jnp.zeros_like(pa))
+    return jnp.where(u @ (pa - a.centre) < 0, -u, u)
+
+
+class Sat(NamedTuple):
+    """Result of the separating-axis test of two hulls.
+
+    sep_f (FA + FB,) separations [m] along a's then b's face normals; bf the
+    best face; sep_e (EA, EB) along the Minkowski edge pairs (-BIG: not one),
+    axes (EA, EB, 3) their unit axes out of a; ie, je the best edge pair;
+    depth [m] the penetration depth (minus the largest separation; < 0:
+    separated); normal (3,) the best axis as a contact normal, from b into a;
+    use_edge: an edge pair rather than a face is the contact feature."""
+
+    sep_f: jax.Array
+    bf: jax.Array
+    sep_e: jax.Array
+    ie: jax.Array
+    je: jax.Array
+    depth: jax.Array
+    normal: jax.Array
+    use_edge: jax.Array
+
+
+def hull_sat(a: PlacedHull, b: PlacedHull) -> Sat:
+    """Separating-axis test of hull a (geom 1) and hull b (geom 2) over the
+    face normals of both and the Minkowski edge pairs: the exact penetration
+    depth and its axis. Faces win unless an edge pair is shallower by ODE's
+    box-box margin (5 % and 1e-5 of the summed half extents)."""
     sep_a = jnp.min(a.normals @ b.verts.T, axis=1) - a.offsets  # b against a's face planes
     sep_b = jnp.min(b.normals @ a.verts.T, axis=1) - b.offsets
     sep_f = jnp.concatenate([sep_a, sep_b])
     bf = jnp.argmax(sep_f)
-    sep_e, axes = _edge_pairs(a, b)
+    sep_e = _edge_pairs(a, b)
     be = jnp.argmax(sep_e.reshape(-1))
     ie, je = be // sep_e.shape[1], be % sep_e.shape[1]
     face_s, edge_s = sep_f[bf], sep_e[ie, je]
-    separated = jnp.maximum(face_s, edge_s) > 0
     use_edge = (-edge_s + _EDGE_ABS * (a.extent + b.extent)) * _EDGE_REL < -face_s
+    all_normals = jnp.concatenate([-a.normals, b.normals])  # face normals from b into a
+    normal = jnp.where(use_edge, -_edge_axis(a, b, ie, je), all_normals[bf])
+    depth = -jnp.maximum(face_s, edge_s)
+    return Sat(sep_f, bf, sep_e, ie, je, depth, normal, use_edge)
 
-    # face case: the reference face on a (normal into a is -n) or on b
-    ref_a = bf < fa
-    pos_a, dep_a, ok_a = _face_manifold(a, jnp.minimum(bf, fa - 1), b)
-    pos_b, dep_b, ok_b = _face_manifold(b, jnp.clip(bf - fa, 0, fb - 1), a)
+
+def hull_hull(a: PlacedHull, b: PlacedHull, ncon: int) -> Contact:
+    """Hull a (geom 1) vs hull b (geom 2): ``hull_sat``, then face clipping or
+    one edge-edge contact (see the module docstring); ``ncon`` slots, normals
+    from b into a."""
+    fa, fb = a.normals.shape[0], b.normals.shape[0]
+    sat = hull_sat(a, b)
+    separated = sat.depth < 0
+    # face case: the reference face on a or on b
+    ref_a = sat.bf < fa
+    pos_a, dep_a, ok_a = _face_manifold(a, jnp.minimum(sat.bf, fa - 1), b)
+    pos_b, dep_b, ok_b = _face_manifold(b, jnp.clip(sat.bf - fa, 0, fb - 1), a)
     fpos = jnp.where(ref_a, pos_a, pos_b)
     fdep = jnp.where(ref_a, dep_a, dep_b)
     fok = jnp.where(ref_a, ok_a, ok_b)
-    n_face = jnp.where(ref_a, -a.normals[jnp.minimum(bf, fa - 1)],
-                       b.normals[jnp.clip(bf - fa, 0, fb - 1)])
     sel, sok = _reduce(fpos, fdep, fok, ncon)
     face_pos, face_dep = fpos[sel], fdep[sel]
     # nothing clipped (round-off at a grazing face): one contact between the supports
+    n = sat.normal
     none = ~jnp.any(fok)
-    sup = 0.5 * (a.verts[jnp.argmin(a.verts @ n_face)] + b.verts[jnp.argmax(b.verts @ n_face)])
+    sup = 0.5 * (a.verts[jnp.argmin(a.verts @ n)] + b.verts[jnp.argmax(b.verts @ n)])
     first = jnp.arange(ncon) == 0
     face_pos = jnp.where(none, jnp.where(first[:, None], sup, 0.0), face_pos)
-    face_dep = jnp.where(none, jnp.where(first, -face_s, 0.0), face_dep)
+    face_dep = jnp.where(none, jnp.where(first, sat.depth, 0.0), face_dep)
     sok = jnp.where(none, first, sok)
-
     # edge case: midway between the two edges' closest points
-    ea, eb = a.hull.edges[ie], b.hull.edges[je]
+    ea, eb = a.hull.edges[sat.ie], b.hull.edges[sat.je]
     qa, qb = _closest_seg_seg(a.verts[ea[0]], a.verts[ea[1]], b.verts[eb[0]], b.verts[eb[1]])
     edge_pos = jnp.where(first[:, None], 0.5 * (qa + qb), 0.0)
 
-    pos = jnp.where(use_edge, edge_pos, face_pos)
-    depth = jnp.where(use_edge, jnp.where(first, -edge_s, 0.0), face_dep)
-    valid = jnp.where(use_edge, first, sok) & ~separated
-    normal = jnp.broadcast_to(jnp.where(use_edge, -axes[ie, je], n_face), (ncon, 3))
-    return _finish(pos, normal, depth, valid)
+    pos = jnp.where(sat.use_edge, edge_pos, face_pos)
+    depth = jnp.where(sat.use_edge, jnp.where(first, sat.depth, 0.0), face_dep)
+    valid = jnp.where(sat.use_edge, first, sok) & ~separated
+    return _finish(pos, jnp.broadcast_to(n, (ncon, 3)), depth, valid)
 
 
 def convex_convex(g1: GeomWorld, g2: GeomWorld, hull1: Hull, hull2: Hull) -> Contact:
