@@ -304,8 +304,8 @@ class WorldBuilder:
         """Static terrain: ``heights`` [m], a 2-D (nx, ny) array (nx, ny >= 2) of
         heights over the rectangle ``size = (lx, ly)`` [m] centred at ``pos``
         (world x along the first index, y along the second; heights add to
-        pos z), triangulated per cell. Collides with spheres, boxes, capsules
-        and cylinders by sampling their lower surfaces (see
+        pos z), triangulated per cell. Collides with spheres, boxes, capsules,
+        cylinders and convex hulls by sampling their lower surfaces (see
         ``jaxode.collision.heightfield``); ``raycast`` sees it."""
         h = np.asarray(heights, dtype=np.float64)
         i = len(self.geoms)
