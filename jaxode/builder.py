@@ -14,6 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxode import hull as hull_lib
 from jaxode import mass as mass_lib
 from jaxode.collision import types as ct
 from jaxode.surface import Surface
@@ -139,6 +140,7 @@ class WorldBuilder:
         self.materials = mat_lib.MaterialTable()
         self.joints: list[dict] = []
         self.hfields: list[np.ndarray] = []
+        self.hulls: list[tuple[int, hull_lib.HullData]] = []  # (geom, hull tables)
 
     # --------------------------------------------------------------- materials
     def add_material(self, name: str, **props) -> None:
@@ -276,14 +278,34 @@ class WorldBuilder:
         return self._add_geom(ct.CYLINDER, np.array([r, ln, 0.0]), body, pos, quat, surface,
                               category_bits, collide_bits)
 
+    def add_convex(self, points, body: Optional[int] = None, pos=(0.0, 0.0, 0.0),
+                   quat=(1.0, 0.0, 0.0, 0.0), surface: Optional[Surface] = None,
+                   category_bits: int = 0xFFFFFFFF, collide_bits: int = 0xFFFFFFFF) -> int:
+        """Convex polyhedron: the convex hull of ``points`` (N, 3) [m] in the geom
+        frame (ODE's dCreateConvex builds it from planes and polygons; here the
+        hull is computed: coplanar triangles merge into polygon faces, interior
+        points are ignored). At least 4 points spanning a volume, at most
+        ``jaxode.hull.MAX_HULL_VERTICES`` (64) hull vertices. Pose as
+        add_sphere (no body: static). Mass: ``jaxode.mass.convex(points, ...)``,
+        whose centre of mass is in general not the geom origin: translate the
+        mass by ``-com`` and give the geom ``pos=-com`` (body at the centre of
+        mass). Collides with every other geom type (cylinders as 16-gon prisms;
+        see docs/COLLISION.md); ``raycast`` sees it."""
+        where = f"geom {len(self.geoms)} (convex)"
+        data = hull_lib.build_hull(points, f"{where}: points")
+        i = self._add_geom(ct.CONVEX, np.array([len(self.hulls), data.radius, 0.0]), body, pos,
+                           quat, surface, category_bits, collide_bits)
+        self.hulls.append((i, data))
+        return i
+
     def add_heightfield(self, heights, size: Sequence[float], pos=(0.0, 0.0, 0.0),
                         surface: Optional[Surface] = None, category_bits: int = 0xFFFFFFFF,
                         collide_bits: int = 0xFFFFFFFF) -> int:
         """Static terrain: ``heights`` [m], a 2-D (nx, ny) array (nx, ny >= 2) of
         heights over the rectangle ``size = (lx, ly)`` [m] centred at ``pos``
         (world x along the first index, y along the second; heights add to
-        pos z), triangulated per cell. Collides with spheres, boxes, capsules
-        and cylinders by sampling their lower surfaces (see
+        pos z), triangulated per cell. Collides with spheres, boxes, capsules,
+        cylinders and convex hulls by sampling their lower surfaces (see
         ``jaxode.collision.heightfield``); ``raycast`` sees it."""
         h = np.asarray(heights, dtype=np.float64)
         i = len(self.geoms)
@@ -805,6 +827,11 @@ class WorldBuilder:
                 pad[k, :h.shape[0], :h.shape[1]] = h
             hf_heights = f(pad)
             hf_dims = f(np.array([h.shape for h in self.hfields], dtype=np.int32))
+        hulls = hull_geom = None
+        if self.hulls:
+            tables = hull_lib.pad_hulls([h for _, h in self.hulls])
+            hulls = ct.Hull(**{k: f(v) for k, v in tables.items()})
+            hull_geom = f(np.array([gi for gi, _ in self.hulls], dtype=np.int32))
         model = Model(
             nbody=nbody, ngeom=ngeom,
             body_gravity=f(np.array([float(bb["gravity"]) for bb in b])),
@@ -816,6 +843,7 @@ class WorldBuilder:
             geom_quat=f(np.array([gg["quat"] for gg in g]).reshape(ngeom, 4)),
             geom_size=f(np.array([gg["size"] for gg in g]).reshape(ngeom, 3)),
             hfield_heights=hf_heights, hfield_dims=hf_dims,
+            convex_hulls=hulls, convex_geom=hull_geom,
             pair_groups=tuple(pair_groups), joint_groups=joint_groups, params=params,
             njoint=len(self.joints), joint_index=joint_index,
             contact_capacity=int(contact_capacity), iterations=self.iterations, solver="pgs",

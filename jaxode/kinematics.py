@@ -28,7 +28,8 @@ def geom_poses(model: Model, pos: jax.Array, quat: jax.Array) -> tuple[jax.Array
 
 def geom_aabbs(model: Model, gpos: jax.Array, grot: jax.Array) -> tuple[jax.Array, jax.Array]:
     """Lower and upper AABB corners (ngeom, 3) [m], world frame; planes are
-    unbounded, heightfields bounded in x and y only."""
+    unbounded, heightfields bounded in x and y only; convex hulls exact (the
+    extremes of their rotated vertices)."""
     size = model.geom_size
     t = model.geom_type[:, None]
     r = size[:, 0:1]
@@ -48,4 +49,10 @@ def geom_aabbs(model: Model, gpos: jax.Array, grot: jax.Array) -> tuple[jax.Arra
     half = jnp.where(t == ct.HEIGHTFIELD, half_hf, half)
     lo = jnp.where(t == ct.PLANE, -inf, gpos - half)
     hi = jnp.where(t == ct.PLANE, inf, gpos + half)
+    if model.convex_hulls is not None:
+        g = model.convex_geom
+        v = gpos[g][:, None, :] + jnp.einsum("hij,hvj->hvi", grot[g],
+                                             model.convex_hulls.verts.astype(gpos.dtype))
+        lo = lo.at[g].set(jnp.min(v, axis=1))
+        hi = hi.at[g].set(jnp.max(v, axis=1))
     return lo, hi

@@ -24,12 +24,14 @@ import jax
 import jax.numpy as jnp
 
 from jaxode.batch_rules import compact, unless_none
-from jaxode.collision import box, capsule, cylinder, heightfield, sphere
+from jaxode.collision import box, capsule, convex, cylinder, heightfield, sphere
 from jaxode.collision import types as ct
 from jaxode.types import Contacts, Model
 
 # (type1, type2) -> (pair function, contact slots). The pair function's geom 1
-# is of type1; the normal points into geom 1 (ODE's convention).
+# is of type1; the normal points into geom 1 (ODE's convention). Plane and
+# heightfield are always geom 2, a convex hull is geom 2 against the other
+# primitives (as ODE's dCollideSphereConvex, dCollideCapsuleConvex).
 PAIR_FUNCTIONS = {
     (ct.SPHERE, ct.PLANE): (sphere.sphere_plane, sphere.SPHERE_PLANE_NCON),
     (ct.SPHERE, ct.SPHERE): (sphere.sphere_sphere, sphere.SPHERE_SPHERE_NCON),
@@ -52,7 +54,33 @@ PAIR_FUNCTIONS = {
                                    heightfield.CAPSULE_HFIELD_NCON),
     (ct.CYLINDER, ct.HEIGHTFIELD): (heightfield.cylinder_heightfield,
                                     heightfield.CYLINDER_HFIELD_NCON),
+    # convex pairs take the hull tables of their convex geom(s) (see _extra_args)
+    (ct.CONVEX, ct.PLANE): (convex.convex_plane, convex.CONVEX_PLANE_NCON),
+    (ct.SPHERE, ct.CONVEX): (convex.sphere_convex, convex.SPHERE_CONVEX_NCON),
+    (ct.BOX, ct.CONVEX): (convex.box_convex, convex.BOX_CONVEX_NCON),
+    (ct.CAPSULE, ct.CONVEX): (convex.capsule_convex, convex.CAPSULE_CONVEX_NCON),
+    (ct.CYLINDER, ct.CONVEX): (convex.cylinder_convex, convex.CYLINDER_CONVEX_NCON),
+    (ct.CONVEX, ct.CONVEX): (convex.convex_convex, convex.CONVEX_CONVEX_NCON),
+    (ct.CONVEX, ct.HEIGHTFIELD): (convex.convex_heightfield, convex.CONVEX_HFIELD_NCON),
 }
+
+
+def _extra_args(model: Model, type1: int, type2: int, a: jax.Array, b: jax.Array,
+                dtype) -> list:
+    """Per-pair data tables after the two geoms: the hull of geom 1 if it is
+    convex, then geom 2's hull if convex, or its grid (heights, dims) if it
+    is a heightfield. a, b (npair,) geom indices."""
+    out = []
+    for t, g in ((type1, a), (type2, b)):
+        if t == ct.CONVEX:
+            k = model.geom_size[g, 0].astype(jnp.int32)
+            out.append(jax.tree.map(
+                lambda x: x[k].astype(dtype) if jnp.issubdtype(x.dtype, jnp.floating) else x[k],
+                model.convex_hulls))
+        elif t == ct.HEIGHTFIELD:
+            k = model.geom_size[g, 2].astype(jnp.int32)
+            out += [model.hfield_heights[k], model.hfield_dims[k]]
+    return out
 
 
 def total_slots(model: Model) -> int:
@@ -85,13 +113,9 @@ def collide(model: Model, gpos: jax.Array, grot: jax.Array, lo: jax.Array,
         a, b = g1[idx], g2[idx]
         ga = ct.GeomWorld(gpos[a], grot[a], model.geom_size[a])
         gb = ct.GeomWorld(gpos[b], grot[b], model.geom_size[b])
-        if grp.type2 == ct.HEIGHTFIELD:
-            hf = model.geom_size[b, 2].astype(jnp.int32)
-            c = unless_none(pvalid, jax.vmap(fn), ga, gb, model.hfield_heights[hf],
-                            model.hfield_dims[hf])
-        else:
-            # (skipped when no pair of this kind overlaps, in any world of a batch)
-            c = unless_none(pvalid, jax.vmap(fn), ga, gb)
+        # (skipped when no pair of this kind overlaps, in any world of a batch)
+        c = unless_none(pvalid, jax.vmap(fn), ga, gb,
+                        *_extra_args(model, grp.type1, grp.type2, a, b, dtype))
         k = grp.ncontact
         slot = jnp.arange(k)[None, :]
         valid = c.valid[:, :k] & pvalid[:, None] & (slot < grp.max_contacts[idx][:, None])

@@ -12,7 +12,9 @@ with ODE's ray conventions (manual, "Ray class"; ``dCollideRay*``):
   points inwards, as ODE, so it is always oriented for reflection);
 - a plane is a half-space: a ray starting below it hits it only going up;
 - a heightfield is searched along the ray (``ray_heightfield``): the first
-  crossing of its surface, the normal facing the origin's side.
+  crossing of its surface, the normal facing the origin's side;
+- a convex hull is the intersection of its face half-spaces (``ray_convex``):
+  entry at the last plane entered, exit at the first plane left.
 
 Every geom is a convex solid, so a ray meets it in one parameter interval
 ``[t_in, t_out]``; the hit is ``t_in`` when ``t_in >= 0`` and ``t_out`` when
@@ -157,6 +159,32 @@ def ray_geom(origin, direction, gtype, pos, rot, size):
     return t_in, t_out, rot @ n_in, rot @ n_out
 
 
+def ray_convex(origin, direction, normals, offsets):
+    """One unit-direction ray against a convex hull given by its world face
+    planes ``normals @ x <= offsets`` (F, 3), (F,): (t_in, t_out, n_in, n_out)
+    as ``ray_geom`` (t_in = inf on a miss). A ray parallel to a face plane
+    and outside it misses; on the plane it counts as inside (as the box)."""
+    v = normals @ direction
+    s = offsets - normals @ origin  # > 0: the origin is inside that plane
+    lo, hi = _slab_half(s, v)
+    i_in, i_out = jnp.argmax(lo), jnp.argmin(hi)
+    t_in, t_out = lo[i_in], hi[i_out]
+    empty = ~(t_in <= t_out)
+    return (jnp.where(empty, jnp.inf, t_in), jnp.where(empty, -jnp.inf, t_out),
+            normals[i_in], normals[i_out])
+
+
+def _slab_half(s, v):
+    """Interval of t with t v <= s for each half-space (entry, exit): entered at
+    s / v going in (v < 0), left at s / v going out (v > 0); parallel: all t
+    when s >= 0, none otherwise."""
+    t = _div(s, v)
+    par = jnp.abs(v) <= _TINY
+    lo = jnp.where(par, jnp.where(s >= 0, -jnp.inf, jnp.inf), jnp.where(v < 0, t, -jnp.inf))
+    hi = jnp.where(par, jnp.where(s >= 0, jnp.inf, -jnp.inf), jnp.where(v > 0, t, jnp.inf))
+    return lo, hi
+
+
 _BISECT_ITERS = 40
 
 
@@ -266,6 +294,17 @@ def raycast(model: Model, state: State, origins, directions, max_dist=jnp.inf,
             model.hfield_heights.astype(dtype), model.hfield_dims)  # (R, nhf)
         t = t.at[:, gi].set(t_hf)
         nrm = nrm.at[:, gi].set(n_hf)
+    if model.convex_hulls is not None:  # convex hulls: their face planes, one column each
+        gc = model.convex_geom
+        hulls = model.convex_hulls
+        normals = jnp.einsum("hij,hfj->hfi", grot[gc], hulls.normals.astype(dtype))
+        offsets = hulls.offsets.astype(dtype) + jnp.einsum("hfi,hi->hf", normals, gpos[gc])
+        per_hull = jax.vmap(ray_convex, in_axes=(None, None, 0, 0))
+        tc_in, tc_out, nc_in, nc_out = jax.vmap(per_hull, in_axes=(0, 0, None, None))(
+            o, d, normals, offsets)  # (R, nhull)
+        inside_c = tc_in < 0
+        t = t.at[:, gc].set(jnp.where(inside_c, tc_out, tc_in))
+        nrm = nrm.at[:, gc].set(jnp.where(inside_c[..., None], -nc_out, nc_in))
     hit = (t >= 0) & (t <= maxd[:, None]) & jnp.isfinite(t) & use[None] & dok[:, None]
     t = jnp.where(hit, t, jnp.inf)
     g = jnp.argmin(t, axis=1)

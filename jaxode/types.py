@@ -160,6 +160,10 @@ class Model:
       geom_material (ngeom,) index into material_names (-1: none).
     Heightfields: hfield_heights (nhfield, NX, NY) [m] grids padded to the
       largest, hfield_dims (nhfield, 2) int their (nx, ny); None without any.
+    Convex hulls: convex_hulls, a :class:`jaxode.collision.types.Hull` whose
+      tables carry a leading hull axis (nhull, ...), padded to the largest
+      hull, geom frame; convex_geom (nhull,) int the geom of each hull (a
+      convex geom's ``geom_size[0]`` is its hull's index); None without any.
     Collision: pair_groups (static structure), contact_capacity (contacts kept
       per step, all pairs together).
     Joints: joint_groups (one JointGroup per joint type), njoint, joint_index
@@ -181,6 +185,8 @@ class Model:
     geom_size: jax.Array = None
     hfield_heights: jax.Array = None
     hfield_dims: jax.Array = None
+    convex_hulls: Any = None
+    convex_geom: jax.Array = None
     geom_material: jax.Array = None
     pair_groups: tuple = ()
     joint_groups: tuple = ()

@@ -9,7 +9,8 @@ no terrain (no contact).
 
 Contacts come from sampling: a fixed set of points on each shape's lower
 surface (box corners, edge midpoints and face centres; cylinder rim and cap
-centre points; the support points of spheres, capsules' end and middle
+centre points; convex hulls' vertices, edge midpoints and face centroids,
+in ``convex.py``; the support points of spheres, capsules' end and middle
 spheres, in the direction of the terrain normal below them) is tested
 against the triangle below or above each point. A point under the surface
 gives a contact at the point, with the triangle's upward normal and the

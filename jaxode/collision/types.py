@@ -18,6 +18,8 @@ from typing import NamedTuple
 
 import jax
 
+from jaxode._struct import pytree_dataclass
+
 # Geom type ids (values are stable: they index tables in the model).
 PLANE = 0
 SPHERE = 1
@@ -25,8 +27,9 @@ BOX = 2
 CAPSULE = 3
 CYLINDER = 4
 HEIGHTFIELD = 5
+CONVEX = 6
 GEOM_TYPE_NAMES = {PLANE: "plane", SPHERE: "sphere", BOX: "box", CAPSULE: "capsule",
-                   CYLINDER: "cylinder", HEIGHTFIELD: "heightfield"}
+                   CYLINDER: "cylinder", HEIGHTFIELD: "heightfield", CONVEX: "convex"}
 
 
 class GeomWorld(NamedTuple):
@@ -41,7 +44,9 @@ class GeomWorld(NamedTuple):
           ``(r, length, 0)`` with the cylinder of ``length`` along local z
           (ODE's dCreateCapsule); cylinder ``(r, length, 0)``, flat-ended,
           along local z (ODE's dCreateCylinder); heightfield ``(lx, ly,
-          index into the model's heightfield grids)``; plane unused.
+          index into the model's heightfield grids)``; convex ``(index into
+          the model's hull tables, bounding radius about the geom origin,
+          0)``; plane unused.
     """
 
     pos: jax.Array
@@ -60,3 +65,33 @@ class Contact(NamedTuple):
     normal: jax.Array
     depth: jax.Array
     valid: jax.Array
+
+
+@pytree_dataclass
+class Hull:
+    """Convex hull tables of one convex geom, geom frame (see ``jaxode.hull``).
+
+    The Model stacks them with a leading hull axis (``Model.convex_hulls``);
+    tables are padded to the largest hull, padding rows repeating row 0, so a
+    max, min or support over a table is the real hull's without a mask.
+
+    verts (V, 3) [m]; normals (F, 3) unit outward face normals; offsets (F,)
+    [m] (the solid is ``normals @ x <= offsets``); faces (F, L) int vertex
+    loops, counter-clockwise seen from outside, the first ``face_size`` (F,)
+    entries real; edges (E, 2) int vertex pairs, each edge once; edge_faces
+    (E, 2) int the two faces meeting at the edge; tris (T, 3) int the faces'
+    fan triangles; centre (3,) [m] an interior point (the vertex mean); nvert,
+    nface () int the real vertex and face counts.
+    """
+
+    verts: jax.Array
+    normals: jax.Array
+    offsets: jax.Array
+    faces: jax.Array
+    face_size: jax.Array
+    edges: jax.Array
+    edge_faces: jax.Array
+    tris: jax.Array
+    centre: jax.Array
+    nvert: jax.Array
+    nface: jax.Array
