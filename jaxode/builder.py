@@ -696,8 +696,9 @@ class WorldBuilder:
 
         contact_capacity: contacts kept per step over all pairs (default: all
         slots when there are at most 128, which keeps each slot tied to its
-        geom pair and lets the solver index bodies statically; otherwise 4 per
-        dynamic geom + 8); pair_capacity: candidate pairs
+        geom pair and lets the solver index bodies statically; otherwise 8 per
+        dynamic geom + 8: a box resting across two others has 8 contacts, and
+        in a batch the solver skips the unused tail of the slots); pair_capacity: candidate pairs
         passed to the narrowphase per (type, type) group (default: all pairs of
         the group, at most 64 + 2 per geom). What does not fit is counted in
         ``State.overflow_contacts`` / ``overflow_pairs``.
@@ -752,7 +753,7 @@ class WorldBuilder:
         if contact_capacity is None:
             # Small scenes keep every slot (static rows: the solver's fast path);
             # large ones compact the valid contacts into fewer slots.
-            contact_capacity = total_slots if total_slots <= 128 else min(total_slots, 4 * ndyn + 8)
+            contact_capacity = total_slots if total_slots <= 128 else min(total_slots, 8 * ndyn + 8)
         elif not isinstance(contact_capacity, int) or contact_capacity < 0:
             raise ValueError(f"contact_capacity must be an integer >= 0 (got {contact_capacity!r})")
         contact_capacity = max(min(contact_capacity, total_slots), 0)
