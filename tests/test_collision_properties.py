@@ -1,0 +1,125 @@
+"""Property tests of the narrowphase (hypothesis): what any contact generator
+must satisfy, on configurations hypothesis draws (and shrinks when one fails).
+
+For every pair kind with an exact penetration depth (not capsule-box: ODE's
+dCollideCapsuleBox reports the capsule radius once the segment is inside the
+box, which we keep):
+- rigid-motion invariance: moving and turning both geoms together leaves the
+  deepest depth unchanged (the normal may differ where the deepest direction
+  is not unique, e.g. a sphere at a box's centre);
+- separation: translating geom 1 along the deepest contact's normal by its
+  depth (plus 1e-7 m) leaves no penetration deeper than 1e-5 m (the normal
+  points into geom 1 and the depth is the overlap along it, ODE's convention;
+  1e-5 m allows for the normal's direction when two capsule axes nearly
+  intersect);
+- unit normals and finite numbers in every slot, valid or not;
+- swapping two geoms of the same type gives the same depth.
+Float64; derandomised, so CI runs the same examples every time.
+"""
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from jaxode import math as jm
+from jaxode.collision import box, capsule, cylinder, sphere
+from jaxode.collision.types import GeomWorld
+
+EPS = 1e-7
+SETTINGS = settings(max_examples=40, deadline=None, derandomize=True,
+                    suppress_health_check=[HealthCheck.too_slow])
+
+# name -> (pair function, size of geom 1, size of geom 2, geom 2 is a plane)
+PAIRS = {
+    "sphere-plane": (sphere.sphere_plane, (0.3, 0, 0), (0, 0, 0), True),
+    "box-plane": (box.box_plane, (0.4, 0.3, 0.2), (0, 0, 0), True),
+    "capsule-plane": (capsule.capsule_plane, (0.1, 0.4, 0), (0, 0, 0), True),
+    "sphere-sphere": (sphere.sphere_sphere, (0.3, 0, 0), (0.2, 0, 0), False),
+    "sphere-box": (sphere.sphere_box, (0.2, 0, 0), (0.4, 0.3, 0.2), False),
+    "box-box": (box.box_box, (0.4, 0.3, 0.2), (0.3, 0.3, 0.5), False),
+    "capsule-sphere": (capsule.capsule_sphere, (0.1, 0.4, 0), (0.2, 0, 0), False),
+    "capsule-capsule": (capsule.capsule_capsule, (0.1, 0.4, 0), (0.15, 0.3, 0), False),
+    "cylinder-sphere": (cylinder.cylinder_sphere, (0.2, 0.5, 0), (0.15, 0, 0), False),
+}
+SAME_TYPE = {"sphere-sphere", "box-box", "capsule-capsule"}
+
+
+
+@pytest.fixture(autouse=True)
+def _x64():
+    with jax.enable_x64(True):
+        yield
+
+
+def _deepest(c):
+    d = jnp.where(c.valid, c.depth, -jnp.inf)
+    k = jnp.argmax(d)
+    return jnp.where(jnp.any(c.valid), c.depth[k], 0.0), c.normal[k], jnp.any(c.valid)
+
+
+@jax.jit
+def _rot(q):
+    return jm.quat_to_mat(q / jnp.linalg.norm(q))
+
+
+_CHECKS = {}
+
+
+def _checks(name):
+    """One jitted function per pair kind: everything the properties need."""
+    if name in _CHECKS:
+        return _CHECKS[name]
+    fn, s1, s2, plane = PAIRS[name]
+
+    def run(p1, r1, p2, r2, rm, t):
+        g1 = GeomWorld(p1, r1, jnp.asarray(s1, p1.dtype))
+        g2 = GeomWorld(p2, r2, jnp.asarray(s2, p1.dtype))
+        c = fn(g1, g2)
+        depth, normal, hit = _deepest(c)
+        # the same pair moved and turned together (a plane's point moves with it)
+        m1 = GeomWorld(rm @ p1 + t, rm @ r1, g1.size)
+        m2 = GeomWorld(rm @ p2 + t, rm @ r2, g2.size)
+        dm = _deepest(fn(m1, m2))[0]
+        # geom 1 pushed out along the normal
+        moved = GeomWorld(p1 + normal * jnp.where(hit, depth + EPS, 0.0), r1, g1.size)
+        d_out, _, _ = _deepest(fn(moved, g2))
+        swapped = _deepest(fn(g2, g1))[0] if not plane and name in SAME_TYPE else depth
+        finite = (jnp.all(jnp.isfinite(c.pos)) & jnp.all(jnp.isfinite(c.normal))
+                  & jnp.all(jnp.isfinite(c.depth)))
+        unit = jnp.all(jnp.where(c.valid, jnp.abs(jnp.linalg.norm(c.normal, axis=-1) - 1), 0.0)
+                       < 1e-9)
+        return dict(depth=depth, normal=normal, hit=hit, dm=dm, d_out=d_out,
+                    swapped=swapped, finite=finite, unit=unit)
+
+    _CHECKS[name] = jax.jit(run)
+    return _CHECKS[name]
+
+
+unit_float = st.floats(-1.0, 1.0, allow_nan=False)
+quat = st.tuples(unit_float, unit_float, unit_float, unit_float).filter(
+    lambda q: np.linalg.norm(q) > 0.1)
+offset = st.tuples(*[st.floats(-0.6, 0.6, allow_nan=False)] * 3)
+
+
+@pytest.mark.parametrize("name", sorted(PAIRS))
+@SETTINGS
+@given(q1=quat, q2=quat, qm=quat, off=offset, t=offset)
+def test_contact_properties(name, q1, q2, qm, off, t):
+    plane = PAIRS[name][3]
+    p1 = np.array([0.1, -0.2, 0.3])
+    r1 = np.asarray(_rot(jnp.asarray(q1, jnp.float64)))
+    r2 = np.asarray(_rot(jnp.asarray(q2, jnp.float64)))
+    p2 = p1 + np.asarray(off)
+    if plane:  # the plane's point is its normal times its offset
+        p2 = r2[:, 2] * np.dot(r2[:, 2], p2)
+    rm = np.asarray(_rot(jnp.asarray(qm, jnp.float64)))
+    out = jax.tree.map(np.asarray, _checks(name)(p1, r1, p2, r2, rm, np.asarray(t)))
+    assert out["finite"] and out["unit"], out
+    np.testing.assert_allclose(out["dm"], out["depth"], atol=1e-9)
+    if out["hit"] and out["depth"] > 1e-6:
+        assert out["d_out"] <= 1e-5, (out["depth"], out["d_out"], out["normal"])
+    np.testing.assert_allclose(out["swapped"], out["depth"], atol=1e-9)
