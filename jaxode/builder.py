@@ -358,13 +358,13 @@ class WorldBuilder:
         self.meshes.append((i, data, None if max_candidates is None else int(max_candidates)))
         return i
 
-    def _mesh_candidates(self, pairs) -> tuple[int, tuple]:
-        """Candidates K and cell window of a mesh group: per pair, the block of
-        cells the geom's bounding cube can overlap and the largest number of
-        distinct triangles in such a block (capped); the group takes the
-        largest of each."""
+    def _mesh_candidates(self, pairs) -> tuple[int, tuple, np.ndarray]:
+        """Candidates K, cell window and per-pair caps of a mesh group: per
+        pair, the block of cells the geom's bounding cube can overlap and the
+        largest number of distinct triangles in such a block (capped); the
+        group takes the largest of each."""
         by_geom = {gi: (data, cap) for gi, data, cap in self.meshes}
-        k, window = 1, np.ones(3, dtype=np.int64)
+        k, window, caps = 1, np.ones(3, dtype=np.int64), []
         for a, b, _, _ in pairs:
             data, cap = by_geom[b]
             g = self.geoms[a]
@@ -373,7 +373,8 @@ class WorldBuilder:
             kk = min(mesh_lib.candidate_count(data, w), len(data.tris))
             kk = min(kk, cap if cap is not None else mesh_lib.DEFAULT_MAX_CANDIDATES)
             k, window = max(k, kk), np.maximum(window, w)
-        return k, tuple(int(x) for x in window)
+            caps.append(kk)
+        return k, tuple(int(x) for x in window), np.array(caps, dtype=np.int32)
 
     # ------------------------------------------------------------------ joints
     _AXIS_DEFAULTS = dict(lo_stop=-math.inf, hi_stop=math.inf, vel=0.0, fmax=0.0,
@@ -796,11 +797,13 @@ class WorldBuilder:
             cap = pair_capacity if pair_capacity is not None else min(len(pairs), 64 + 2 * ngeom)
             cap = min(cap, len(pairs))
             arr = np.asarray(pairs, dtype=np.int32)
-            kcand, window = self._mesh_candidates(pairs) if key[1] == ct.TRIMESH else (0, ())
+            kcand, window, caps = (self._mesh_candidates(pairs) if key[1] == ct.TRIMESH
+                                   else (0, (), None))
             pair_groups.append(PairGroup(
                 geom1=jnp.asarray(arr[:, 0]), geom2=jnp.asarray(arr[:, 1]),
                 max_contacts=jnp.asarray(arr[:, 2]), friction=jnp.asarray(arr[:, 3]),
                 type1=key[0], type2=key[1], capacity=cap, ncontact=ncon,
+                candidate_cap=None if caps is None else jnp.asarray(caps),
                 candidates=kcand, mesh_window=window))
             total_slots += cap * ncon
         if contact_capacity is None:

@@ -89,20 +89,22 @@ def _extra_args(model: Model, type1: int, type2: int, a: jax.Array, b: jax.Array
     return out
 
 
-def _mesh_pairs(model: Model, grp, fn, a, b, pvalid, ga, gb, gpos, lo, hi, extra):
+def _mesh_pairs(model: Model, grp, fn, idx, a, b, pvalid, ga, gb, gpos, lo, hi, extra):
     """A mesh group's contacts: per pair, ``trimesh.gather`` the group's
-    ``candidates`` triangles around geom 1 (a) in mesh b, then the pair
-    function. Returns (contacts, triangles that did not fit, over the valid
+    ``candidates`` triangles (at most the pair's ``candidate_cap``) around
+    geom 1 (a) in mesh b, then the pair function; idx the pairs' rows in the
+    group. Returns (contacts, triangles that did not fit, over the valid
     pairs)."""
     mesh = jax.tree.map(lambda x: x[model.geom_size[b, 0].astype(jnp.int32)], model.trimeshes)
     radius = trimesh.bounding_radius(grp.type1, model.geom_size[a].astype(gpos.dtype))
 
-    def one(g1, g2, mesh, centre, l, h, r, *more):
-        tris, ovf = trimesh.gather(mesh, g2, centre, l, h, r, grp.mesh_window, grp.candidates)
+    def one(g1, g2, mesh, centre, l, h, r, cap, *more):
+        tris, ovf = trimesh.gather(mesh, g2, centre, l, h, r, grp.mesh_window, grp.candidates,
+                                   cap)
         return fn(g1, g2, tris, *more), ovf
 
     c, ovf = unless_none(pvalid, jax.vmap(one), ga, gb, mesh, gpos[a], lo[a], hi[a], radius,
-                         *extra)
+                         grp.candidate_cap[idx], *extra)
     return c, jnp.sum(jnp.where(pvalid, ovf, 0), dtype=jnp.int32)
 
 
@@ -141,7 +143,8 @@ def collide(model: Model, gpos: jax.Array, grot: jax.Array, lo: jax.Array,
         extra = _extra_args(model, grp.type1, grp.type2, a, b, dtype)
         # (skipped when no pair of this kind overlaps, in any world of a batch)
         if grp.type2 == ct.TRIMESH:
-            c, ovf_t = _mesh_pairs(model, grp, fn, a, b, pvalid, ga, gb, gpos, lo, hi, extra)
+            c, ovf_t = _mesh_pairs(model, grp, fn, idx, a, b, pvalid, ga, gb, gpos, lo, hi,
+                                   extra)
             overflow_tris = overflow_tris + ovf_t
         else:
             c = unless_none(pvalid, jax.vmap(fn), ga, gb, *extra)

@@ -137,7 +137,9 @@ class PairGroup:
     max_contacts_2); ``friction`` (npair,) the pair's friction model id.
     Mesh groups (type2 a triangle mesh) gather ``candidates`` triangles per
     pair from a block of ``mesh_window`` (3 ints) grid cells
-    (``jaxode.collision.trimesh.gather``); 0 and () otherwise.
+    (``jaxode.collision.trimesh.gather``), of which ``candidate_cap``
+    (npair,) int per pair (its mesh's ``max_candidates``); 0, () and None
+    otherwise.
     """
 
     geom1: jax.Array
@@ -148,6 +150,7 @@ class PairGroup:
     type2: int = static_field()
     capacity: int = static_field()
     ncontact: int = static_field()
+    candidate_cap: jax.Array = None
     candidates: int = static_field(default=0)
     mesh_window: tuple = static_field(default=())
 

@@ -100,7 +100,7 @@ def bounding_radius(gtype, size):
 
 
 def gather(mesh: Mesh, g2: GeomWorld, centre, lo, hi, radius, window: tuple,
-           k: int) -> tuple[Triangles, jax.Array]:
+           k: int, cap=None) -> tuple[Triangles, jax.Array]:
     """The first ``k`` distinct triangles of the mesh (g2) whose bounding
     boxes overlap the query box: the world AABB ``lo, hi`` (3,) of the other
     geom, in the mesh frame, intersected with the cube of half ``radius``
@@ -130,12 +130,13 @@ def gather(mesh: Mesh, g2: GeomWorld, centre, lo, hi, radius, window: tuple,
     count = jnp.sum(keep, dtype=jnp.int32)
     (sel,) = jnp.nonzero(keep, size=k, fill_value=0)
     t = tid.reshape(-1)[sel]
-    valid = jnp.arange(k) < count
+    cap = k if cap is None else cap
+    valid = jnp.arange(k) < jnp.minimum(count, cap)
     corners = g2.pos + mesh.verts.astype(dt)[mesh.tris[t]] @ g2.rot.T  # (k, 3, 3)
     tris = Triangles(a=corners[:, 0], b=corners[:, 1], c=corners[:, 2],
                      normal=mesh.normals[t].astype(dt) @ g2.rot.T,
                      edge_kind=mesh.edge_kind[t], corner_kind=mesh.corner_kind[t], valid=valid)
-    return tris, jnp.maximum(count - k, 0).astype(jnp.int32)
+    return tris, jnp.maximum(count - cap, 0).astype(jnp.int32)
 
 
 # ------------------------------------------------------------ reduction
@@ -198,7 +199,8 @@ def ball_triangles(tris: Triangles, centre, r):
     convex = kind == _CONVEX
     normal = jnp.where(convex[:, None], n_true, n)
     depth = jnp.where(convex, r - dist, r - s)
-    valid = (tris.valid & (kind != _CONCAVE) & (depth >= 0)
+    touches = dist <= r  # the ball reaches this triangle
+    valid = (tris.valid & (kind != _CONCAVE) & touches & (depth >= 0)
              & jnp.where(convex, s > 0, s >= -r))
     return q, normal, depth, valid
 
@@ -265,16 +267,14 @@ def _allowed(nu, v, edge_kind, corner_kind, tol):
         (nt == 1) & (corner_kind[jnp.argmax(touch)] == _CONVEX))
 
 
-def hull_triangle(h: PlacedHull, v, n, edge_kind, corner_kind, valid):
-    """Hull h (geom 1) against one triangle (v (3, 3), normal n): SAT over the
-    triangle normal, h's faces and all edge pairs, then face clipping or one
-    edge contact (module docstring). Returns (pos (N, 3), normal (N, 3),
-    depth (N,), valid (N,)), N = h's face loop length + 3."""
-    t = _triangle_hull(v, n)
-    scale = h.extent + t.extent
+def triangle_sat(h: PlacedHull, v, n):
+    """Separations [m] of hull h and the triangle v (3, 3) (unit normal n)
+    along the triangle normal (one-sided: h above the plane), h's face
+    normals (F,), and the triangle edge x hull edge axes (3, E) (-BIG where
+    parallel), with those unit axes u (3, E, 3) pointing out of h. The
+    penetration depth is minus the largest separation."""
     sep_t = jnp.min(h.verts @ n) - n @ v[0]
     sep_f = jnp.min(h.normals @ v.T, axis=1) - h.offsets
-    # triangle edge x hull edge axes, oriented out of the hull
     te = v[jnp.array([1, 2, 0])] - v
     e = h.hull.edges
     hp = h.verts[e[:, 0]]
@@ -286,7 +286,18 @@ def hull_triangle(h: PlacedHull, v, n, edge_kind, corner_kind, valid):
     u = jnp.where((jnp.sum(u * (hp - h.centre)[None], -1) < 0)[..., None], -u, u)
     sep_e = (jnp.min(jnp.einsum("iek,jk->iej", u, v), -1)
              - jnp.max(jnp.einsum("iek,vk->iev", u, h.verts), -1))
-    sep_e = jnp.where(ok, sep_e, -_BIG)
+    return sep_t, sep_f, jnp.where(ok, sep_e, -_BIG), u
+
+
+def hull_triangle(h: PlacedHull, v, n, edge_kind, corner_kind, valid):
+    """Hull h (geom 1) against one triangle (v (3, 3), normal n): SAT over the
+    triangle normal, h's faces and all edge pairs (``triangle_sat``), then
+    face clipping or one edge contact (module docstring). Returns (pos (N, 3),
+    normal (N, 3), depth (N,), valid (N,)), N = h's face loop length + 3."""
+    t = _triangle_hull(v, n)
+    scale = h.extent + t.extent
+    e = h.hull.edges
+    sep_t, sep_f, sep_e, u = triangle_sat(h, v, n)
     bf = jnp.argmax(sep_f)
     be = jnp.argmax(sep_e.reshape(-1))
     ie, je = be // sep_e.shape[1], be % sep_e.shape[1]
