@@ -15,7 +15,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxode import hull as hull_lib
+from jaxode import trimesh as mesh_lib
 from jaxode import mass as mass_lib
+from jaxode.collision import trimesh as trimesh_nc
 from jaxode.collision import types as ct
 from jaxode.surface import Surface
 from jaxode import materials as mat_lib
@@ -141,6 +143,7 @@ class WorldBuilder:
         self.joints: list[dict] = []
         self.hfields: list[np.ndarray] = []
         self.hulls: list[tuple[int, hull_lib.HullData]] = []  # (geom, hull tables)
+        self.meshes: list[tuple[int, mesh_lib.MeshData, Optional[int]]] = []  # (geom, tables, K cap)
 
     # --------------------------------------------------------------- materials
     def add_material(self, name: str, **props) -> None:
@@ -322,6 +325,56 @@ class WorldBuilder:
         return self._add_geom(ct.HEIGHTFIELD, np.array([sz[0], sz[1], len(self.hfields) - 1]),
                               None, pos, (1.0, 0.0, 0.0, 0.0), surface, category_bits,
                               collide_bits)
+
+    def add_trimesh(self, vertices, triangles, body: Optional[int] = None, pos=(0.0, 0.0, 0.0),
+                    quat=(1.0, 0.0, 0.0, 0.0), surface: Optional[Surface] = None,
+                    category_bits: int = 0xFFFFFFFF, collide_bits: int = 0xFFFFFFFF,
+                    max_candidates: Optional[int] = None) -> int:
+        """Static triangle mesh (ODE's dCreateTriMesh): ``vertices`` (V, 3) [m]
+        in the geom frame, ``triangles`` (T, 3) int vertex indices, counter-
+        clockwise seen from outside (the normal side; the mesh is one-sided),
+        at most ``jaxode.trimesh.MAX_MESH_TRIANGLES``; no degenerate
+        triangles. World pose ``pos``/``quat``. Only static meshes (body
+        None): for a moving body use ``add_convex`` (the mesh's hull, or
+        several convex pieces). Collides with spheres, boxes, capsules,
+        cylinders and convex hulls (see ``jaxode.collision.trimesh``);
+        ``raycast`` sees it. max_candidates: upper bound on the triangles
+        examined per (geom, mesh) pair and step (default: the grid's worst
+        case for the geom's size, at most ``jaxode.trimesh.DEFAULT_MAX_CANDIDATES`` = 64); what
+        does not fit is counted in ``State.overflow_contacts``. Mass of a
+        closed mesh: ``jaxode.mass.trimesh``."""
+        where = f"geom {len(self.geoms)} (trimesh)"
+        if body is not None:
+            raise ValueError(f"{where}: body: a triangle mesh must be static (body=None); for a "
+                             f"moving body use add_convex (the mesh's convex hull, or several "
+                             f"convex pieces)")
+        if max_candidates is not None and (not isinstance(max_candidates, (int, np.integer))
+                                           or max_candidates < 1):
+            raise ValueError(f"{where}: max_candidates must be an integer >= 1 or None "
+                             f"(got {max_candidates!r})")
+        data = mesh_lib.build_mesh(vertices, triangles, where)
+        i = self._add_geom(ct.TRIMESH, np.array([len(self.meshes), data.radius, 0.0]), None, pos,
+                           quat, surface, category_bits, collide_bits)
+        self.meshes.append((i, data, None if max_candidates is None else int(max_candidates)))
+        return i
+
+    def _mesh_candidates(self, pairs) -> tuple[int, tuple, np.ndarray]:
+        """Candidates K, cell window and per-pair caps of a mesh group: per
+        pair, the block of cells the geom's bounding cube can overlap and the
+        largest number of distinct triangles in such a block (capped); the
+        group takes the largest of each."""
+        by_geom = {gi: (data, cap) for gi, data, cap in self.meshes}
+        k, window, caps = 1, np.ones(3, dtype=np.int64), []
+        for a, b, _, _ in pairs:
+            data, cap = by_geom[b]
+            g = self.geoms[a]
+            radius = float(trimesh_nc.bounding_radius(g["type"], np.asarray(g["size"])))
+            w = mesh_lib.candidate_window(data, radius)
+            kk = min(mesh_lib.candidate_count(data, w), len(data.tris))
+            kk = min(kk, cap if cap is not None else mesh_lib.DEFAULT_MAX_CANDIDATES)
+            k, window = max(k, kk), np.maximum(window, w)
+            caps.append(kk)
+        return k, tuple(int(x) for x in window), np.array(caps, dtype=np.int32)
 
     # ------------------------------------------------------------------ joints
     _AXIS_DEFAULTS = dict(lo_stop=-math.inf, hi_stop=math.inf, vel=0.0, fmax=0.0,
@@ -745,10 +798,14 @@ class WorldBuilder:
             cap = pair_capacity if pair_capacity is not None else min(len(pairs), 64 + 2 * ngeom)
             cap = min(cap, len(pairs))
             arr = np.asarray(pairs, dtype=np.int32)
+            kcand, window, caps = (self._mesh_candidates(pairs) if key[1] == ct.TRIMESH
+                                   else (0, (), None))
             pair_groups.append(PairGroup(
                 geom1=jnp.asarray(arr[:, 0]), geom2=jnp.asarray(arr[:, 1]),
                 max_contacts=jnp.asarray(arr[:, 2]), friction=jnp.asarray(arr[:, 3]),
-                type1=key[0], type2=key[1], capacity=cap, ncontact=ncon))
+                type1=key[0], type2=key[1], capacity=cap, ncontact=ncon,
+                candidate_cap=None if caps is None else jnp.asarray(caps),
+                candidates=kcand, mesh_window=window))
             total_slots += cap * ncon
         if contact_capacity is None:
             # Small scenes keep every slot (static rows: the solver's fast path);
@@ -833,6 +890,11 @@ class WorldBuilder:
             tables = hull_lib.pad_hulls([h for _, h in self.hulls])
             hulls = ct.Hull(**{k: f(v) for k, v in tables.items()})
             hull_geom = f(np.array([gi for gi, _ in self.hulls], dtype=np.int32))
+        meshes = mesh_geom = None
+        if self.meshes:
+            tables = mesh_lib.pad_meshes([m for _, m, _ in self.meshes])
+            meshes = ct.Mesh(**{k: f(v) for k, v in tables.items()})
+            mesh_geom = f(np.array([gi for gi, _, _ in self.meshes], dtype=np.int32))
         model = Model(
             nbody=nbody, ngeom=ngeom,
             body_gravity=f(np.array([float(bb["gravity"]) for bb in b])),
@@ -845,6 +907,7 @@ class WorldBuilder:
             geom_size=f(np.array([gg["size"] for gg in g]).reshape(ngeom, 3)),
             hfield_heights=hf_heights, hfield_dims=hf_dims,
             convex_hulls=hulls, convex_geom=hull_geom,
+            trimeshes=meshes, trimesh_geom=mesh_geom,
             pair_groups=tuple(pair_groups), joint_groups=joint_groups, params=params,
             njoint=len(self.joints), joint_index=joint_index,
             contact_capacity=int(contact_capacity), iterations=self.iterations, solver="pgs",

@@ -28,8 +28,8 @@ def geom_poses(model: Model, pos: jax.Array, quat: jax.Array) -> tuple[jax.Array
 
 def geom_aabbs(model: Model, gpos: jax.Array, grot: jax.Array) -> tuple[jax.Array, jax.Array]:
     """Lower and upper AABB corners (ngeom, 3) [m], world frame; planes are
-    unbounded, heightfields bounded in x and y only; convex hulls exact (the
-    extremes of their rotated vertices)."""
+    unbounded, heightfields bounded in x and y only; convex hulls and triangle
+    meshes exact (the extremes of their rotated vertices)."""
     size = model.geom_size
     t = model.geom_type[:, None]
     r = size[:, 0:1]
@@ -53,6 +53,12 @@ def geom_aabbs(model: Model, gpos: jax.Array, grot: jax.Array) -> tuple[jax.Arra
         g = model.convex_geom
         v = gpos[g][:, None, :] + jnp.einsum("hij,hvj->hvi", grot[g],
                                              model.convex_hulls.verts.astype(gpos.dtype))
+        lo = lo.at[g].set(jnp.min(v, axis=1))
+        hi = hi.at[g].set(jnp.max(v, axis=1))
+    if model.trimeshes is not None:
+        g = model.trimesh_geom
+        v = gpos[g][:, None, :] + jnp.einsum("hij,hvj->hvi", grot[g],
+                                             model.trimeshes.verts.astype(gpos.dtype))
         lo = lo.at[g].set(jnp.min(v, axis=1))
         hi = hi.at[g].set(jnp.max(v, axis=1))
     return lo, hi

@@ -344,6 +344,45 @@ def convex(points, *, density: float | None = None, total: float | None = None) 
     return _finish(Mass(mass, com, inertia), total)
 
 
+def trimesh(vertices, triangles, *, density: float | None = None,
+            total: float | None = None) -> Mass:
+    """Solid bounded by a closed triangle mesh (ODE's ``dMassSetTrimesh``):
+    ``vertices`` (V, 3) [m] in the body frame, ``triangles`` (T, 3) int,
+    counter-clockwise seen from outside, as ``WorldBuilder.add_trimesh``.
+
+    Exact by the divergence theorem: the signed tetrahedra from the origin to
+    every triangle sum to the solid's volume, first and second moments
+    (``int x x^T dV = V / 20 (sum_i v_i v_i^T + s s^T)`` per tetrahedron,
+    vertices v_i, s their sum). As ``convex``, the centre of mass is where the
+    vertices put it and the inertia is about the body origin.
+
+    Raises ValueError for an open mesh (an edge not shared by exactly two
+    triangles in opposite directions) or a negative volume (inward winding).
+    """
+    from jaxode import trimesh as mesh_lib
+
+    m = mesh_lib.build_mesh(vertices, triangles, "trimesh")
+    if not m.closed:
+        raise ValueError("trimesh: the mesh is not closed (every edge must be shared by exactly "
+                         "two triangles, in opposite directions); it bounds no volume")
+    rho, total = _density_or_total(density, total)
+    tet = np.stack([np.zeros((len(m.tris), 3))] + [m.verts[m.tris[:, k]] for k in range(3)],
+                   axis=1)  # (T, 4, 3)
+    vol = np.einsum("ti,ti->t", tet[:, 1], np.cross(tet[:, 2], tet[:, 3])) / 6.0
+    volume = float(vol.sum())
+    size = float(np.max(np.ptp(m.verts, axis=0)))
+    if volume <= 1e-12 * size ** 3:
+        raise ValueError(f"trimesh: the enclosed volume is {volume:.3g} m^3; the triangles must "
+                         f"wind counter-clockwise seen from outside")
+    ssum = tet.sum(axis=1)
+    second = (vol / 20.0)[:, None, None] * (np.einsum("tki,tkj->tij", tet, tet)
+                                            + np.einsum("ti,tj->tij", ssum, ssum))
+    com = (vol[:, None] * ssum / 4.0).sum(axis=0) / volume
+    sigma = rho * second.sum(axis=0)
+    inertia = _symmetrize_upper(np.trace(sigma) * np.eye(3) - sigma)
+    return _finish(Mass(rho * volume, com, inertia), total)
+
+
 def from_inertia(
     mass: float, inertia: Sequence[Sequence[float]], com: Sequence[float] = (0.0, 0.0, 0.0)
 ) -> Mass:

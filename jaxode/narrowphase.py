@@ -24,7 +24,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxode.batch_rules import compact, unless_none
-from jaxode.collision import box, capsule, convex, cylinder, heightfield, sphere
+from jaxode.collision import box, capsule, convex, cylinder, heightfield, sphere, trimesh
 from jaxode.collision import types as ct
 from jaxode.types import Contacts, Model
 
@@ -62,6 +62,12 @@ PAIR_FUNCTIONS = {
     (ct.CYLINDER, ct.CONVEX): (convex.cylinder_convex, convex.CYLINDER_CONVEX_NCON),
     (ct.CONVEX, ct.CONVEX): (convex.convex_convex, convex.CONVEX_CONVEX_NCON),
     (ct.CONVEX, ct.HEIGHTFIELD): (convex.convex_heightfield, convex.CONVEX_HFIELD_NCON),
+    # mesh pairs take the gathered candidate triangles (see _mesh_pairs)
+    (ct.SPHERE, ct.TRIMESH): (trimesh.sphere_trimesh, trimesh.SPHERE_TRIMESH_NCON),
+    (ct.BOX, ct.TRIMESH): (trimesh.box_trimesh, trimesh.BOX_TRIMESH_NCON),
+    (ct.CAPSULE, ct.TRIMESH): (trimesh.capsule_trimesh, trimesh.CAPSULE_TRIMESH_NCON),
+    (ct.CYLINDER, ct.TRIMESH): (trimesh.cylinder_trimesh, trimesh.CYLINDER_TRIMESH_NCON),
+    (ct.CONVEX, ct.TRIMESH): (trimesh.convex_trimesh, trimesh.CONVEX_TRIMESH_NCON),
 }
 
 
@@ -83,6 +89,25 @@ def _extra_args(model: Model, type1: int, type2: int, a: jax.Array, b: jax.Array
     return out
 
 
+def _mesh_pairs(model: Model, grp, fn, idx, a, b, pvalid, ga, gb, gpos, lo, hi, extra):
+    """A mesh group's contacts: per pair, ``trimesh.gather`` the group's
+    ``candidates`` triangles (at most the pair's ``candidate_cap``) around
+    geom 1 (a) in mesh b, then the pair function; idx the pairs' rows in the
+    group. Returns (contacts, triangles that did not fit, over the valid
+    pairs)."""
+    mesh = jax.tree.map(lambda x: x[model.geom_size[b, 0].astype(jnp.int32)], model.trimeshes)
+    radius = trimesh.bounding_radius(grp.type1, model.geom_size[a].astype(gpos.dtype))
+
+    def one(g1, g2, mesh, centre, l, h, r, cap, *more):
+        tris, ovf = trimesh.gather(mesh, g2, centre, l, h, r, grp.mesh_window, grp.candidates,
+                                   cap)
+        return fn(g1, g2, tris, *more), ovf
+
+    c, ovf = unless_none(pvalid, jax.vmap(one), ga, gb, mesh, gpos[a], lo[a], hi[a], radius,
+                         grp.candidate_cap[idx], *extra)
+    return c, jnp.sum(jnp.where(pvalid, ovf, 0), dtype=jnp.int32)
+
+
 def total_slots(model: Model) -> int:
     """Contact slots produced per step before compaction."""
     return sum(g.capacity * g.ncontact for g in model.pair_groups)
@@ -99,11 +124,13 @@ def collide(model: Model, gpos: jax.Array, grot: jax.Array, lo: jax.Array,
     """Contacts of one world.
 
     Returns (contacts with zero ``force``, number of valid contacts found,
-    candidate pairs dropped for capacity, contacts dropped for capacity).
+    candidate pairs dropped for capacity, contacts dropped for capacity, mesh
+    triangles that did not fit their pair's candidates included).
     """
     dtype = gpos.dtype
     parts = []
     overflow_pairs = jnp.zeros((), jnp.int32)
+    overflow_tris = jnp.zeros((), jnp.int32)
     for grp in model.pair_groups:
         fn, _ = PAIR_FUNCTIONS[(grp.type1, grp.type2)]
         g1, g2 = grp.geom1, grp.geom2
@@ -113,9 +140,14 @@ def collide(model: Model, gpos: jax.Array, grot: jax.Array, lo: jax.Array,
         a, b = g1[idx], g2[idx]
         ga = ct.GeomWorld(gpos[a], grot[a], model.geom_size[a])
         gb = ct.GeomWorld(gpos[b], grot[b], model.geom_size[b])
+        extra = _extra_args(model, grp.type1, grp.type2, a, b, dtype)
         # (skipped when no pair of this kind overlaps, in any world of a batch)
-        c = unless_none(pvalid, jax.vmap(fn), ga, gb,
-                        *_extra_args(model, grp.type1, grp.type2, a, b, dtype))
+        if grp.type2 == ct.TRIMESH:
+            c, ovf_t = _mesh_pairs(model, grp, fn, idx, a, b, pvalid, ga, gb, gpos, lo, hi,
+                                   extra)
+            overflow_tris = overflow_tris + ovf_t
+        else:
+            c = unless_none(pvalid, jax.vmap(fn), ga, gb, *extra)
         k = grp.ncontact
         slot = jnp.arange(k)[None, :]
         valid = c.valid[:, :k] & pvalid[:, None] & (slot < grp.max_contacts[idx][:, None])
@@ -133,7 +165,7 @@ def collide(model: Model, gpos: jax.Array, grot: jax.Array, lo: jax.Array,
                             geom1=zi, geom2=zi, friction=zi, valid=jnp.zeros((cap,), bool),
                             force=jnp.zeros((cap, 3), dtype))
         zero = jnp.zeros((), jnp.int32)
-        return contacts, zero, overflow_pairs, zero
+        return contacts, zero, overflow_pairs, overflow_tris
     cat = {key: jnp.concatenate([p[key] for p in parts], axis=0) for key in parts[0]}
     valid = cat["valid"]
     nfound = jnp.sum(valid, dtype=jnp.int32)
@@ -147,4 +179,4 @@ def collide(model: Model, gpos: jax.Array, grot: jax.Array, lo: jax.Array,
         geom1=sel["geom1"].astype(jnp.int32), geom2=sel["geom2"].astype(jnp.int32),
         friction=sel["friction"].astype(jnp.int32), valid=m,
         force=jnp.zeros((cap, 3), dtype))
-    return contacts, nfound, overflow_pairs, overflow_contacts
+    return contacts, nfound, overflow_pairs, overflow_contacts + overflow_tris

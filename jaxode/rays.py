@@ -14,9 +14,12 @@ with ODE's ray conventions (manual, "Ray class"; ``dCollideRay*``):
 - a heightfield is searched along the ray (``ray_heightfield``): the first
   crossing of its surface, the normal facing the origin's side;
 - a convex hull is the intersection of its face half-spaces (``ray_convex``):
-  entry at the last plane entered, exit at the first plane left.
+  entry at the last plane entered, exit at the first plane left;
+- a triangle mesh is a surface (``ray_trimesh``): the nearest triangle hit
+  at t >= 0 (Moller-Trumbore over all its triangles), from either side, the
+  normal facing the origin.
 
-Every geom is a convex solid, so a ray meets it in one parameter interval
+Every other geom is a convex solid, so a ray meets it in one parameter interval
 ``[t_in, t_out]``; the hit is ``t_in`` when ``t_in >= 0`` and ``t_out`` when
 the origin is inside (``t_in < 0 <= t_out``), as ODE's per-class colliders.
 Fixed shapes: every (ray, geom) pair is evaluated; one world per call (vmap
@@ -174,6 +177,27 @@ def ray_convex(origin, direction, normals, offsets):
             normals[i_in], normals[i_out])
 
 
+def ray_trimesh(origin, direction, a, b, c, normals):
+    """One unit-direction ray against triangles with world corners a, b, c
+    (T, 3) and unit normals (T, 3) (Moller-Trumbore): (t, normal) of the
+    nearest hit at t >= 0, the normal facing the origin; t = inf on a miss."""
+    e1, e2 = b - a, c - a
+    p = jnp.cross(direction, e2)
+    det = jnp.sum(e1 * p, -1)
+    ok = jnp.abs(det) > _TINY
+    inv = 1.0 / jnp.where(ok, det, 1.0)
+    s = origin - a
+    u = jnp.sum(s * p, -1) * inv
+    q = jnp.cross(s, e1)
+    v = (q @ direction) * inv
+    t = jnp.sum(e2 * q, -1) * inv
+    hit = ok & (u >= 0) & (v >= 0) & (u + v <= 1) & (t >= 0)
+    t = jnp.where(hit, t, jnp.inf)
+    i = jnp.argmin(t)
+    n = normals[i]
+    return t[i], jnp.where(n @ direction > 0, -n, n)
+
+
 def _slab_half(s, v):
     """Interval of t with t v <= s for each half-space (entry, exit): entered at
     s / v going in (v < 0), left at s / v going out (v > 0); parallel: all t
@@ -305,6 +329,17 @@ def raycast(model: Model, state: State, origins, directions, max_dist=jnp.inf,
         inside_c = tc_in < 0
         t = t.at[:, gc].set(jnp.where(inside_c, tc_out, tc_in))
         nrm = nrm.at[:, gc].set(jnp.where(inside_c[..., None], -nc_out, nc_in))
+    if model.trimeshes is not None:  # triangle meshes: every triangle, one column each
+        gm = model.trimesh_geom
+        ms = model.trimeshes
+        verts = gpos[gm][:, None, :] + jnp.einsum("mij,mvj->mvi", grot[gm], ms.verts.astype(dtype))
+        corners = jax.vmap(lambda v, t: v[t])(verts, ms.tris)  # (nmesh, T, 3, 3)
+        normals = jnp.einsum("mij,mtj->mti", grot[gm], ms.normals.astype(dtype))
+        per_mesh = jax.vmap(ray_trimesh, in_axes=(None, None, 0, 0, 0, 0))
+        tm, nm = jax.vmap(per_mesh, in_axes=(0, 0, None, None, None, None))(
+            o, d, corners[:, :, 0], corners[:, :, 1], corners[:, :, 2], normals)  # (R, nmesh)
+        t = t.at[:, gm].set(tm)
+        nrm = nrm.at[:, gm].set(nm)
     hit = (t >= 0) & (t <= maxd[:, None]) & jnp.isfinite(t) & use[None] & dok[:, None]
     t = jnp.where(hit, t, jnp.inf)
     g = jnp.argmin(t, axis=1)

@@ -135,6 +135,11 @@ class PairGroup:
     as overflow); ``ncontact`` is the number of contact slots kept per pair.
     ``max_contacts`` (npair,) is the per-pair limit min(max_contacts_1,
     max_contacts_2); ``friction`` (npair,) the pair's friction model id.
+    Mesh groups (type2 a triangle mesh) gather ``candidates`` triangles per
+    pair from a block of ``mesh_window`` (3 ints) grid cells
+    (``jaxode.collision.trimesh.gather``), of which ``candidate_cap``
+    (npair,) int per pair (its mesh's ``max_candidates``); 0, () and None
+    otherwise.
     """
 
     geom1: jax.Array
@@ -145,6 +150,9 @@ class PairGroup:
     type2: int = static_field()
     capacity: int = static_field()
     ncontact: int = static_field()
+    candidate_cap: jax.Array = None
+    candidates: int = static_field(default=0)
+    mesh_window: tuple = static_field(default=())
 
 
 @pytree_dataclass
@@ -164,6 +172,10 @@ class Model:
       tables carry a leading hull axis (nhull, ...), padded to the largest
       hull, geom frame; convex_geom (nhull,) int the geom of each hull (a
       convex geom's ``geom_size[0]`` is its hull's index); None without any.
+    Triangle meshes: trimeshes, a :class:`jaxode.collision.types.Mesh` with
+      a leading mesh axis (nmesh, ...), padded to the largest, geom frame;
+      trimesh_geom (nmesh,) int the geom of each mesh (a mesh geom's
+      ``geom_size[0]`` is its index); None without any.
     Collision: pair_groups (static structure), contact_capacity (contacts kept
       per step, all pairs together).
     Joints: joint_groups (one JointGroup per joint type), njoint, joint_index
@@ -187,6 +199,8 @@ class Model:
     hfield_dims: jax.Array = None
     convex_hulls: Any = None
     convex_geom: jax.Array = None
+    trimeshes: Any = None
+    trimesh_geom: jax.Array = None
     geom_material: jax.Array = None
     pair_groups: tuple = ()
     joint_groups: tuple = ()

@@ -28,8 +28,10 @@ CAPSULE = 3
 CYLINDER = 4
 HEIGHTFIELD = 5
 CONVEX = 6
+TRIMESH = 7
 GEOM_TYPE_NAMES = {PLANE: "plane", SPHERE: "sphere", BOX: "box", CAPSULE: "capsule",
-                   CYLINDER: "cylinder", HEIGHTFIELD: "heightfield", CONVEX: "convex"}
+                   CYLINDER: "cylinder", HEIGHTFIELD: "heightfield", CONVEX: "convex",
+                   TRIMESH: "trimesh"}
 
 
 class GeomWorld(NamedTuple):
@@ -46,7 +48,8 @@ class GeomWorld(NamedTuple):
           along local z (ODE's dCreateCylinder); heightfield ``(lx, ly,
           index into the model's heightfield grids)``; convex ``(index into
           the model's hull tables, bounding radius about the geom origin,
-          0)``; plane unused.
+          0)``; trimesh ``(index into the model's mesh tables, bounding
+          radius about the geom origin, 0)``; plane unused.
     """
 
     pos: jax.Array
@@ -95,3 +98,37 @@ class Hull:
     centre: jax.Array
     nvert: jax.Array
     nface: jax.Array
+
+
+@pytree_dataclass
+class Mesh:
+    """Static triangle mesh tables, geom frame (see ``jaxode.trimesh``).
+
+    The Model stacks them with a leading mesh axis (``Model.trimeshes``),
+    padded to the largest mesh: vertex and triangle rows repeat row 0, cell
+    lists are padded with -1.
+
+    verts (V, 3) [m]; tris (T, 3) int vertex indices, counter-clockwise seen
+    from the normal side; normals (T, 3) unit face normals; edge_kind (T, 3)
+    int (0 concave, 1 flat, 2 convex or boundary) of edge k = corner k to
+    k+1; corner_kind (T, 3) int likewise per corner; tri_lo, tri_hi (T, 3)
+    [m] triangle bounding boxes; tri_cell (T, 3) int the first grid cell of
+    each triangle per axis; origin (3,) [m] the grid's low corner; cell (3,)
+    [m] cell sides; dims (3,) int cells per axis; cells (C, M) int triangle
+    ids per cell (-1: none), cell index ``(i * ny + j) * nz + k``; ntri ()
+    int the real triangle count.
+    """
+
+    verts: jax.Array
+    tris: jax.Array
+    normals: jax.Array
+    edge_kind: jax.Array
+    corner_kind: jax.Array
+    tri_lo: jax.Array
+    tri_hi: jax.Array
+    tri_cell: jax.Array
+    origin: jax.Array
+    cell: jax.Array
+    dims: jax.Array
+    cells: jax.Array
+    ntri: jax.Array
