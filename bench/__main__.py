@@ -56,6 +56,7 @@ import numpy as np  # noqa: E402
 
 import jaxode  # noqa: E402
 from bench import scenes as S  # noqa: E402
+from bench import mjx as mjx_lib  # noqa: E402
 from bench.bench_step import machine_info  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -126,21 +127,21 @@ def run_ode(scene, nworld: int, steps: int) -> dict:
                 contacts_per_world=float(kv["contacts_per_step"]), precision=kv["precision"])
 
 
-def mjx_status() -> str:
-    try:
-        import mujoco  # noqa: F401
-        from mujoco import mjx  # noqa: F401
-    except ImportError as e:
-        return f"not installed ({e})"
-    return "installed (scenes not yet ported to MJCF: no MJX numbers)"
+def mjx_status(python) -> str:
+    if python is None:
+        return ("not run: no interpreter with mujoco.mjx given (--mjx-python or "
+                "$JAXODE_MJX_PYTHON; see bench/mjx.py)")
+    return mjx_lib.mjx_version(python)
 
 
-def table(results: list, ode: dict) -> str:
-    lines = ["| scene | batch | devices | world-steps/s | jaxode / ODE | compile s | bytes/world (state+params, XLA temp) | contacts/world |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+def table(results: list, ode: dict, mjx: dict) -> str:
+    lines = ["| scene | batch | devices | world-steps/s | jaxode / ODE | jaxode / MJX | compile s | bytes/world (state+params, XLA temp) | contacts/world |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in results:
         o = ode.get(r["scene"])
         ratio = f"{r['world_steps_per_s'] / o['world_steps_per_s']:.2f}" if o else "n/a"
+        mj = mjx.get((r["scene"], r["batch"]))
+        ratio += f" | {r['world_steps_per_s'] / mj['world_steps_per_s']:.2f}" if mj else " | n/a"
         temp = "" if r["temp_bytes_per_world"] is None else f", {r['temp_bytes_per_world']:,.0f}"
         lines.append(f"| {r['scene']} | {r['batch']} | {r.get('devices', 1)} | "
                      f"{r['world_steps_per_s']:,.0f} | {ratio} | "
@@ -151,6 +152,12 @@ def table(results: list, ode: dict) -> str:
     lines.append("|---|---:|---:|")
     for name, o in ode.items():
         lines.append(f"| {name} | {o['world_steps_per_s']:,.0f} | {o['contacts_per_world']:.1f} |")
+    if mjx:
+        lines += ["", "| scene | batch | MJX world-steps/s (one CPU device) | MJX compile s | "
+                  "MJX contacts/world |", "|---|---:|---:|---:|---:|"]
+        for (name, b), m in sorted(mjx.items()):
+            lines.append(f"| {name} | {b} | {m['world_steps_per_s']:,.0f} | {m['compile_s']:.1f} | "
+                         f"{m['contacts_per_world']:.1f} |")
     return "\n".join(lines)
 
 
@@ -204,6 +211,11 @@ def main(argv=None) -> None:
     ap.add_argument("--batch", type=int, nargs="+", default=None)
     ap.add_argument("--steps", type=int, default=None)
     ap.add_argument("--no-ode", action="store_true")
+    ap.add_argument("--mjx-python", default=None,
+                    help="a Python with mujoco.mjx installed: also run the scenes in MJX "
+                         "(default $JAXODE_MJX_PYTHON; see bench/mjx.py)")
+    ap.add_argument("--mjx-batch", type=int, nargs="+", default=None,
+                    help="MJX batch sizes (default: the jaxode ones up to 1024)")
     ap.add_argument("--out", type=Path, default=ROOT / "bench")
     ap.add_argument("--cpu-devices", type=int, default=os.cpu_count() or 1,
                     help="CPU devices (XLA_FLAGS, set at start; default one per core): a batch "
@@ -218,7 +230,8 @@ def main(argv=None) -> None:
 
     info = machine_info()
     info["loadavg"] = tuple(round(x, 2) for x in os.getloadavg())
-    info["mjx"] = mjx_status()
+    mjx_py = mjx_lib.mjx_python(args.mjx_python)
+    info["mjx"] = mjx_status(mjx_py)
     print(f"jax {info['jax']} on {info['device']}, {info['cpu_model']} x{info['nproc']}, "
           f"load {info['loadavg']}; MJX: {info['mjx']}")
     ode = {}
@@ -231,6 +244,19 @@ def main(argv=None) -> None:
             ode[name] = run_ode(scene, n, args.steps)
             print(f"ODE  {name:8s} {ode[name]['world_steps_per_s']:12,.0f} world-steps/s  "
                   f"{ode[name]['contacts_per_world']:.1f} contacts")
+    mjx = {}
+    if mjx_py is not None:
+        mjx_batches = args.mjx_batch or [b for b in batches if b <= 1024]
+        for name in names:
+            if name not in mjx_lib.PORTED:
+                continue
+            try:
+                for r in mjx_lib.run_mjx(mjx_py, name, mjx_batches, args.steps):
+                    mjx[(name, r["batch"])] = r
+                    print(f"MJX  {name:8s} batch {r['batch']:6d}: {r['world_steps_per_s']:12,.0f} "
+                          f"world-steps/s, compile {r['compile_s']:5.1f} s", flush=True)
+            except (RuntimeError, subprocess.TimeoutExpired) as e:
+                print(f"MJX  {name}: failed: {str(e)[-300:]}")
     results = []
     for name in names:
         model = S.model_of(name)
@@ -254,9 +280,10 @@ def main(argv=None) -> None:
                   f"compile {r['compile_s']:5.1f} s, {r['contacts_per_world']:.1f} contacts{ratio}",
                   flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "results.json").write_text(json.dumps(dict(machine=info, jaxode=results, ode=ode),
-                                                      indent=1))
-    body = table(results, ode)
+    (args.out / "results.json").write_text(json.dumps(dict(
+        machine=info, jaxode=results, ode=ode,
+        mjx=[dict(scene=k[0], **v) for k, v in sorted(mjx.items())]), indent=1))
+    body = table(results, ode, mjx)
     print(body)
     write_markdown(args.out / "RESULTS.md", info, body, args)
     plot(results, ode, args.out / "throughput.png")
