@@ -107,7 +107,7 @@ def mjx_python(arg: str | None) -> str | None:
     return arg or os.environ.get("JAXODE_MJX_PYTHON") or None
 
 
-def run_mjx(python: str, name: str, batches: list, steps: int, timeout_s: float = 1800) -> list:
+def run_mjx(python: str, name: str, batches: list, steps: int, timeout_s: float = 600) -> list:
     """Time MJX on scene ``name`` at each batch size in interpreter ``python``.
 
     Returns one dict per batch (world_steps_per_s, compile_s, run_s,
