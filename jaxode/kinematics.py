@@ -49,16 +49,12 @@ def geom_aabbs(model: Model, gpos: jax.Array, grot: jax.Array) -> tuple[jax.Arra
     half = jnp.where(t == ct.HEIGHTFIELD, half_hf, half)
     lo = jnp.where(t == ct.PLANE, -inf, gpos - half)
     hi = jnp.where(t == ct.PLANE, inf, gpos + half)
-    if model.convex_hulls is not None:
-        g = model.convex_geom
-        v = gpos[g][:, None, :] + jnp.einsum("hij,hvj->hvi", grot[g],
-                                             model.convex_hulls.verts.astype(gpos.dtype))
-        lo = lo.at[g].set(jnp.min(v, axis=1))
-        hi = hi.at[g].set(jnp.max(v, axis=1))
-    if model.trimeshes is not None:
-        g = model.trimesh_geom
-        v = gpos[g][:, None, :] + jnp.einsum("hij,hvj->hvi", grot[g],
-                                             model.trimeshes.verts.astype(gpos.dtype))
-        lo = lo.at[g].set(jnp.min(v, axis=1))
-        hi = hi.at[g].set(jnp.max(v, axis=1))
+    # convex hulls and meshes: exact, from their vertices (padding repeats a vertex)
+    for tables, g in ((model.convex_hulls, model.convex_geom),
+                      (model.trimeshes, model.trimesh_geom)):
+        if tables is not None:
+            v = gpos[g][:, None, :] + jnp.einsum("hij,hvj->hvi", grot[g],
+                                                 tables.verts.astype(gpos.dtype))
+            lo = lo.at[g].set(jnp.min(v, axis=1))
+            hi = hi.at[g].set(jnp.max(v, axis=1))
     return lo, hi
