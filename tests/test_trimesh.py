@@ -14,6 +14,8 @@ Independent truths:
 Sampled configurations run in ONE jitted vmapped call per pair kind (float64);
 the resting scene runs in float32.
 """
+import zlib
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -33,6 +35,14 @@ from jaxode.collision.types import GeomWorld, Mesh
 _OPTS = {"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": False}
 N = 40
 RNG = np.random.default_rng(7)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_rng(request):
+    """Each test draws from its own seeded stream: results must not depend on which
+    tests ran before it in the same process (pytest-xdist splits modules)."""
+    global RNG
+    RNG = np.random.default_rng(zlib.crc32(request.node.name.encode()))
 
 
 def jit(f):
