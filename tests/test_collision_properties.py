@@ -1,7 +1,8 @@
 """Property tests of the narrowphase (hypothesis): what any contact generator
 must satisfy, on configurations hypothesis draws (and shrinks when one fails).
 
-For every pair kind with an exact penetration depth (not capsule-box: ODE's
+For every pair kind with an exact penetration depth, convex hulls included (a
+hexagonal prism through the general hull code), but not capsule-box (ODE's
 dCollideCapsuleBox reports the capsule radius once the segment is inside the
 box, which we keep):
 - rigid-motion invariance: moving and turning both geoms together leaves the
@@ -25,9 +26,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from jaxode import hull as hull_lib
 from jaxode import math as jm
-from jaxode.collision import box, capsule, cylinder, sphere
-from jaxode.collision.types import GeomWorld
+from jaxode.collision import box, capsule, convex, cylinder, sphere
+from jaxode.collision.types import GeomWorld, Hull
 
 EPS = 1e-7
 SETTINGS = settings(max_examples=40, deadline=None, derandomize=True,
@@ -45,7 +47,20 @@ PAIRS = {
     "capsule-capsule": (capsule.capsule_capsule, (0.1, 0.4, 0), (0.15, 0.3, 0), False),
     "cylinder-sphere": (cylinder.cylinder_sphere, (0.2, 0.5, 0), (0.15, 0, 0), False),
 }
-SAME_TYPE = {"sphere-sphere", "box-box", "capsule-capsule"}
+# a hexagonal prism (radius 0.25 m, height 0.3 m) through the convex code
+_HEX = np.array([[0.25 * np.cos(a), 0.25 * np.sin(a), z]
+                 for a in np.arange(6) * np.pi / 3 for z in (-0.15, 0.15)])
+_TABLES = hull_lib.pad_hulls([hull_lib.build_hull(_HEX)])
+HULL = Hull(**{k: v[0] for k, v in _TABLES.items()})
+# convex pairs: (function, size 1, size 2, plane?, hulls of geom 1 / geom 2)
+CONVEX_PAIRS = {
+    "convex-plane": (convex.convex_plane, (0, 0, 0), (0, 0, 0), True, (True, False)),
+    "sphere-convex": (convex.sphere_convex, (0.2, 0, 0), (0, 0, 0), False, (False, True)),
+    "box-convex": (convex.box_convex, (0.4, 0.3, 0.2), (0, 0, 0), False, (False, True)),
+    "convex-convex": (convex.convex_convex, (0, 0, 0), (0, 0, 0), False, (True, True)),
+}
+PAIRS.update({k: v[:4] for k, v in CONVEX_PAIRS.items()})
+SAME_TYPE = {"sphere-sphere", "box-box", "capsule-capsule", "convex-convex"}
 
 
 
@@ -74,6 +89,10 @@ def _checks(name):
     if name in _CHECKS:
         return _CHECKS[name]
     fn, s1, s2, plane = PAIRS[name]
+    hulls = CONVEX_PAIRS[name][4] if name in CONVEX_PAIRS else (False, False)
+    if any(hulls):
+        pair, extra = fn, [jax.tree.map(jnp.asarray, HULL) for h in hulls if h]
+        fn = lambda a, b: pair(a, b, *extra)  # noqa: E731
 
     def run(p1, r1, p2, r2, rm, t):
         g1 = GeomWorld(p1, r1, jnp.asarray(s1, p1.dtype))
