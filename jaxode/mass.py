@@ -329,19 +329,8 @@ def convex(points, *, density: float | None = None, total: float | None = None) 
 
     h = hull_lib.build_hull(points, "points")
     rho, total = _density_or_total(density, total)
-    tet = np.stack([np.broadcast_to(h.centre, (len(h.tris), 3))]
-                   + [h.verts[h.tris[:, k]] for k in range(3)], axis=1)  # (T, 4, 3)
-    e = tet[:, 1:] - tet[:, :1]
-    vol = np.einsum("ti,ti->t", e[:, 0], np.cross(e[:, 1], e[:, 2])) / 6.0
-    ssum = tet.sum(axis=1)
-    second = (vol / 20.0)[:, None, None] * (np.einsum("tki,tkj->tij", tet, tet)
-                                            + np.einsum("ti,tj->tij", ssum, ssum))
-    volume = float(vol.sum())
-    mass = rho * volume
-    com = (vol[:, None] * ssum / 4.0).sum(axis=0) / volume
-    sigma = rho * second.sum(axis=0)  # int rho x x^T dV about the origin
-    inertia = _symmetrize_upper(np.trace(sigma) * np.eye(3) - sigma)
-    return _finish(Mass(mass, com, inertia), total)
+    volume, com, inertia = _tetrahedra(h.centre, h.verts[h.tris], rho)
+    return _finish(Mass(rho * volume, com, inertia), total)
 
 
 def trimesh(vertices, triangles, *, density: float | None = None,
@@ -366,21 +355,30 @@ def trimesh(vertices, triangles, *, density: float | None = None,
         raise ValueError("trimesh: the mesh is not closed (every edge must be shared by exactly "
                          "two triangles, in opposite directions); it bounds no volume")
     rho, total = _density_or_total(density, total)
-    tet = np.stack([np.zeros((len(m.tris), 3))] + [m.verts[m.tris[:, k]] for k in range(3)],
-                   axis=1)  # (T, 4, 3)
-    vol = np.einsum("ti,ti->t", tet[:, 1], np.cross(tet[:, 2], tet[:, 3])) / 6.0
-    volume = float(vol.sum())
+    volume, com, inertia = _tetrahedra(np.zeros(3), m.verts[m.tris], rho)
     size = float(np.max(np.ptp(m.verts, axis=0)))
     if volume <= 1e-12 * size ** 3:
         raise ValueError(f"trimesh: the enclosed volume is {volume:.3g} m^3; the triangles must "
                          f"wind counter-clockwise seen from outside")
+    return _finish(Mass(rho * volume, com, inertia), total)
+
+
+def _tetrahedra(apex: np.ndarray, tris: np.ndarray, rho: float):
+    """Volume [m^3], centre of mass and inertia about the origin of the solid
+    bounded by the triangles ``tris`` (T, 3, 3), counter-clockwise from
+    outside, as signed tetrahedra from ``apex`` to each triangle:
+    ``int x x^T dV = V / 20 (sum_i v_i v_i^T + s s^T)`` per tetrahedron
+    (vertices v_i, s their sum)."""
+    tet = np.concatenate([np.broadcast_to(apex, (len(tris), 1, 3)), tris], axis=1)  # (T, 4, 3)
+    e = tet[:, 1:] - tet[:, :1]
+    vol = np.einsum("ti,ti->t", e[:, 0], np.cross(e[:, 1], e[:, 2])) / 6.0
     ssum = tet.sum(axis=1)
     second = (vol / 20.0)[:, None, None] * (np.einsum("tki,tkj->tij", tet, tet)
                                             + np.einsum("ti,tj->tij", ssum, ssum))
-    com = (vol[:, None] * ssum / 4.0).sum(axis=0) / volume
-    sigma = rho * second.sum(axis=0)
-    inertia = _symmetrize_upper(np.trace(sigma) * np.eye(3) - sigma)
-    return _finish(Mass(rho * volume, com, inertia), total)
+    volume = float(vol.sum())
+    com = (vol[:, None] * ssum / 4.0).sum(axis=0) / volume if volume > 0 else np.zeros(3)
+    sigma = rho * second.sum(axis=0)  # int rho x x^T dV about the origin
+    return volume, com, _symmetrize_upper(np.trace(sigma) * np.eye(3) - sigma)
 
 
 def from_inertia(
