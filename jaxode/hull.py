@@ -194,6 +194,13 @@ def build_hull(points, where: str = "points", max_vertices: int = MAX_HULL_VERTI
                     edge_faces=edge_faces, tris=tris_out, centre=centre, volume=volume)
 
 
+def pad_rows(a, n: int) -> np.ndarray:
+    """``a`` with rows appended up to ``n``, each a copy of row 0 (a real entry,
+    so maxima, minima and supports over the padded table are unchanged)."""
+    a = np.asarray(a)
+    return np.concatenate([a, np.repeat(a[:1], n - len(a), axis=0)], axis=0)
+
+
 def pad_hulls(hulls: list) -> dict:
     """Stack hulls into padded numpy tables (leading axis: hull), keys as
     :class:`jaxode.collision.types.Hull`'s fields; padding repeats row 0."""
@@ -203,22 +210,18 @@ def pad_hulls(hulls: list) -> dict:
     ne = max(len(h.edges) for h in hulls)
     nt = max(len(h.tris) for h in hulls)
 
-    def pad(a, n):
-        a = np.asarray(a)
-        return np.concatenate([a, np.repeat(a[:1], n - len(a), axis=0)], axis=0)
-
     out = {k: [] for k in ("verts", "normals", "offsets", "faces", "face_size", "edges",
                            "edge_faces", "tris", "centre", "nvert", "nface")}
     for h in hulls:
         loops = np.array([np.concatenate([f, np.full(nl - len(f), f[0])]) for f in h.faces])
-        out["verts"].append(pad(h.verts, nv))
-        out["normals"].append(pad(h.normals, nf))
-        out["offsets"].append(pad(h.offsets, nf))
-        out["faces"].append(pad(loops, nf))
-        out["face_size"].append(pad(np.array([len(f) for f in h.faces]), nf))
-        out["edges"].append(pad(h.edges, ne))
-        out["edge_faces"].append(pad(h.edge_faces, ne))
-        out["tris"].append(pad(h.tris, nt))
+        out["verts"].append(pad_rows(h.verts, nv))
+        out["normals"].append(pad_rows(h.normals, nf))
+        out["offsets"].append(pad_rows(h.offsets, nf))
+        out["faces"].append(pad_rows(loops, nf))
+        out["face_size"].append(pad_rows(np.array([len(f) for f in h.faces]), nf))
+        out["edges"].append(pad_rows(h.edges, ne))
+        out["edge_faces"].append(pad_rows(h.edge_faces, ne))
+        out["tris"].append(pad_rows(h.tris, nt))
         out["centre"].append(h.centre)
         out["nvert"].append(len(h.verts))
         out["nface"].append(len(h.faces))

@@ -32,6 +32,8 @@ import dataclasses
 
 import numpy as np
 
+from jaxode.hull import pad_rows
+
 #: Largest number of triangles one mesh geom may have (static tables).
 MAX_MESH_TRIANGLES = 20000
 #: Default cap on the candidate triangles per (geom, mesh) pair and step.
@@ -217,19 +219,15 @@ def pad_meshes(meshes: list) -> dict:
     nc = max(len(m.cells) for m in meshes)
     nm = max(m.cells.shape[1] for m in meshes)
 
-    def pad(a, n):
-        a = np.asarray(a)
-        return np.concatenate([a, np.repeat(a[:1], n - len(a), axis=0)], axis=0)
-
     out: dict = {k: [] for k in ("verts", "tris", "normals", "edge_kind", "corner_kind",
                                  "tri_lo", "tri_hi", "tri_cell", "origin", "cell", "dims",
                                  "cells", "ntri")}
     for m in meshes:
         cells = np.full((nc, nm), -1, dtype=np.int64)
         cells[:m.cells.shape[0], :m.cells.shape[1]] = m.cells
-        out["verts"].append(pad(m.verts, nv))
+        out["verts"].append(pad_rows(m.verts, nv))
         for k in ("tris", "normals", "edge_kind", "corner_kind", "tri_lo", "tri_hi", "tri_cell"):
-            out[k].append(pad(getattr(m, k), nt))
+            out[k].append(pad_rows(getattr(m, k), nt))
         out["origin"].append(m.origin)
         out["cell"].append(m.cell)
         out["dims"].append(m.dims)
