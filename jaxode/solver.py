@@ -106,13 +106,11 @@ def _pad_rows(x: jax.Array, multiple: int) -> jax.Array:
 def _scan_rows(step, carry, xs, ys0, unroll: int, count):
     """``lax.scan(step, carry, xs)`` over the leading axis, or, with ``count``
     (traced int), over the first ``count`` entries only (the rest of ``ys0`` is
-    kept): a while loop of ``unroll`` entries per trip over zero-padded xs.
-    Padding entries are no-op rows (zero Jacobian, rhs, cfm and bounds)."""
+    kept): a while loop of ``unroll`` entries per trip; the leading axis must
+    be a multiple of ``unroll`` (``_sweeps`` pads it with no-op rows)."""
     if count is None:
         return jax.lax.scan(step, carry, xs, unroll=unroll)
-    n = ys0.shape[0]
-    xs = jax.tree.map(lambda a: _pad_rows(a, unroll), xs)
-    ys0 = _pad_rows(ys0, unroll)
+    assert ys0.shape[0] % unroll == 0, (ys0.shape, unroll)
 
     def trip(i, state):
         c, ys = state
@@ -123,8 +121,7 @@ def _scan_rows(step, carry, xs, ys0, unroll: int, count):
             ys = jax.lax.dynamic_update_index_in_dim(ys, y, k, 0)
         return c, ys
 
-    carry, ys = jax.lax.fori_loop(0, (count + unroll - 1) // unroll, trip, (carry, ys0))
-    return carry, ys[:n]
+    return jax.lax.fori_loop(0, (count + unroll - 1) // unroll, trip, (carry, ys0))
 
 
 def _sweeps(iterations: int, block: int, cone: bool, b1h, b2h, b1t, b2t, fidx, pyramid,
@@ -147,6 +144,16 @@ def _sweeps(iterations: int, block: int, cone: bool, b1h, b2h, b1t, b2t, fidx, p
     """
     (hj1, hj2, hi1, hi2, hrhs, hcfm, hlo, hhi,
      tj1, tj2, ti1, ti2, trhs, tcfm, tlo, thi, fc0) = rows
+    nh0, nt0 = b1h.shape[0], b1t.shape[0]
+    if live:
+        # Whole loop trips with dynamic trip counts: pad once, here, with no-op
+        # rows (zero Jacobian, rhs, cfm and bounds), not inside every sweep.
+        ph, pt = unroll, block * max(1, unroll // block)
+        b1h, b2h, hj1, hj2, hi1, hi2, hrhs, hcfm, hlo, hhi = (
+            _pad_rows(a, ph) for a in (b1h, b2h, hj1, hj2, hi1, hi2, hrhs, hcfm, hlo, hhi))
+        b1t, b2t, fidx, pyramid, conerow, tj1, tj2, ti1, ti2, trhs, tcfm, tlo, thi = (
+            _pad_rows(a, pt) for a in (b1t, b2t, fidx, pyramid, conerow, tj1, tj2, ti1, ti2,
+                                        trhs, tcfm, tlo, thi))
     nh, nt = b1h.shape[0], b1t.shape[0]
     w = fc0.shape[-1]
     dtype = fc0.dtype
@@ -247,7 +254,7 @@ def _sweeps(iterations: int, block: int, cone: bool, b1h, b2h, b1t, b2t, fidx, p
 
     carry = (fc0, jnp.zeros((nh, w), dtype), jnp.zeros((nt, w), dtype))
     (fc, lam_h, lam_t), _ = jax.lax.scan(sweep, carry, None, length=iterations)
-    return lam_h, lam_t, fc
+    return lam_h[:nh0], lam_t[:nt0], fc
 
 
 def _to_world_minor(x, batched: bool, w: int):
