@@ -90,6 +90,41 @@ def _prepare(rows: Rows, inv_mass, inv_inertia, rhs_body, h, sor) -> _Prepared:
                      rhs * ad, cfm * ad, rows.lo, rows.hi)
 
 
+def friction_bounds(k: int, lo, hi, lam_n, pyramid, cone_row, cone: bool):
+    """Bounds (lo, hi) [N] of row ``k`` of a contact's friction block (elementwise).
+
+    A row with a friction index (``pyramid``) gets ``+-|hi lambda_n|``
+    (mu = inf: unbounded); with ``cone`` (static) the first two rows of a
+    cone contact are left unbounded here (a direction with mu = 0 stays at
+    zero): :func:`cone_project` bounds them jointly.
+    """
+    # The inner where keeps inf * lambda out of the derivative (0 * inf = NaN
+    # in reverse mode) without changing values.
+    unbounded = jnp.isinf(hi)
+    bound = jnp.where(unbounded, jnp.inf, jnp.abs(jnp.where(unbounded, 0.0, hi) * lam_n))
+    lo_k = jnp.where(pyramid, -bound, lo)
+    hi_k = jnp.where(pyramid, bound, hi)
+    if cone and k < 2:
+        free = jnp.where(hi > 0, jnp.inf, 0.0)
+        lo_k = jnp.where(cone_row, -free, lo_k)
+        hi_k = jnp.where(cone_row, free, hi_k)
+    return lo_k, hi_k
+
+
+def cone_project(l0, l1, mu1, mu2, lam_n, cone_row):
+    """Project a cone contact's friction pair onto ``(l0/mu1)^2 + (l1/mu2)^2 <= lambda_n^2``
+    (elementwise; rows without ``cone_row`` are returned unchanged)."""
+    def scaled(l, m):
+        ok = (m > 0) & jnp.isfinite(m)
+        return jnp.where(ok, l / jnp.where(ok, m, 1.0), 0.0)
+
+    s2 = scaled(l0, mu1) ** 2 + scaled(l1, mu2) ** 2
+    ln = jnp.maximum(lam_n, 0.0)
+    over = cone_row & (s2 > ln * ln)
+    scale = jnp.where(over, ln / jnp.sqrt(jnp.where(over, s2, 1.0)), 1.0)
+    return l0 * scale, l1 * scale
+
+
 def _live_count(per_row_live: jax.Array) -> jax.Array:
     """1 + the index of the last True entry (0 if none): rows past it are no-ops."""
     n = per_row_live.shape[0]
@@ -184,19 +219,7 @@ def _sweeps(iterations: int, block: int, cone: bool, b1h, b2h, b1t, b2t, fidx, p
         a1, a2, j1, j2, i1, i2, rhs, cfm, lam, lam_n, lo, hi, pyr, cn = x
         new = []
         for k in range(block):
-            # mu = inf: bound inf; the inner where keeps inf * lambda out of the
-            # derivative (0 * inf = NaN in reverse mode) without changing values.
-            unbounded = jnp.isinf(hi[k])
-            bound = jnp.where(unbounded, jnp.inf,
-                              jnp.abs(jnp.where(unbounded, 0.0, hi[k]) * lam_n[k]))
-            lo_k = jnp.where(pyr[k], -bound, lo[k])
-            hi_k = jnp.where(pyr[k], bound, hi[k])
-            if cone and k < 2:
-                # Cone rows: only the joint projection below bounds them
-                # (a direction with mu = 0 stays at zero).
-                free = jnp.where(hi[k] > 0, jnp.inf, 0.0)
-                lo_k = jnp.where(cn[k], -free, lo_k)
-                hi_k = jnp.where(cn[k], free, hi_k)
+            lo_k, hi_k = friction_bounds(k, lo[k], hi[k], lam_n[k], pyr[k], cn[k], cone)
             rhs_k = rhs[k]
             if cone and k == 1:
                 # The cone pair is solved as a block (Jacobi within the contact):
@@ -210,17 +233,7 @@ def _sweeps(iterations: int, block: int, cone: bool, b1h, b2h, b1t, b2t, fidx, p
             new.append(lk)
         if cone:
             l0, l1 = new[0], new[1]
-            m0, m1 = hi[0], hi[1]
-
-            def scaled(l, m):
-                ok = (m > 0) & jnp.isfinite(m)
-                return jnp.where(ok, l / jnp.where(ok, m, 1.0), 0.0)
-
-            s2 = scaled(l0, m0) ** 2 + scaled(l1, m1) ** 2
-            ln = jnp.maximum(lam_n[0], 0.0)
-            over = cn[0] & (s2 > ln * ln)
-            scale = jnp.where(over, ln / jnp.sqrt(jnp.where(over, s2, 1.0)), 1.0)
-            n0, n1 = l0 * scale, l1 * scale
+            n0, n1 = cone_project(l0, l1, hi[0], hi[1], lam_n[0], cn[0])
             fc = apply(fc, a1[0], a2[0], i1[0], i2[0], n0 - l0)
             fc = apply(fc, a1[1], a2[1], i1[1], i2[1], n1 - l1)
             new[0], new[1] = n0, n1
