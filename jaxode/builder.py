@@ -106,8 +106,15 @@ class WorldBuilder:
     [m/s]; contact_surface_layer >= 0 [m]; linear/angular_damping in [0, 1];
     *_damping_threshold >= 0 [m/s, rad/s]; max_angular_speed > 0 [rad/s]
     (inf = no limit); friction_model: the default for surfaces that name none
-    ("pyramid", "box" or "cone"; see :class:`jaxode.Surface`).
+    ("pyramid", "box" or "cone"; see :class:`jaxode.Surface`); solver: how
+    QuickStep's rows are swept, ``"pgs"`` (row after row in QuickStep's order,
+    :mod:`jaxode.solver`; the default) or ``"colored"`` (the same Gauss-Seidel
+    sweeps with the rows sorted by a greedy graph colouring, each colour
+    updated at once, :mod:`jaxode.solver_colored`; for GPUs), both with
+    ``iterations`` and ``sor``.
     """
+
+    SOLVERS = ("pgs", "colored")
 
     def __init__(self, gravity: Sequence[float] = (0.0, 0.0, 0.0), erp: float = 0.2,
                  cfm: Optional[float] = None, iterations: int = 20, sor: float = 1.3,
@@ -115,7 +122,11 @@ class WorldBuilder:
                  contact_surface_layer: float = 0.0, linear_damping: float = 0.0,
                  angular_damping: float = 0.0, linear_damping_threshold: float = 0.01,
                  angular_damping_threshold: float = 0.01,
-                 max_angular_speed: float = math.inf, friction_model: str = "pyramid"):
+                 max_angular_speed: float = math.inf, friction_model: str = "pyramid",
+                 solver: str = "pgs"):
+        if solver not in self.SOLVERS:
+            raise ValueError(f"solver must be one of {self.SOLVERS} (got {solver!r})")
+        self.solver = solver
         if cfm is None:
             cfm = 1e-10 if jax.config.jax_enable_x64 else 1e-5
         self.gravity = _vec("gravity", gravity, 3)
@@ -910,7 +921,7 @@ class WorldBuilder:
             trimeshes=meshes, trimesh_geom=mesh_geom,
             pair_groups=tuple(pair_groups), joint_groups=joint_groups, params=params,
             njoint=len(self.joints), joint_index=joint_index,
-            contact_capacity=int(contact_capacity), iterations=self.iterations, solver="pgs",
+            contact_capacity=int(contact_capacity), iterations=self.iterations, solver=self.solver,
             friction_cone=any(int(grp.friction.max()) == FRICTION_MODELS["cone"]
                               for grp in pair_groups if grp.geom1.shape[0]),
             angular_friction=angular, material_names=mat_names,

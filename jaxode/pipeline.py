@@ -7,7 +7,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from jaxode import constraint, integrate, joints, kinematics, narrowphase, solver
+from jaxode import (constraint, integrate, joints, kinematics, narrowphase, solver,
+                    solver_colored)
 from jaxode.constraint import Rows
 from jaxode import math as jm
 from jaxode.types import Model, Params, State
@@ -99,10 +100,11 @@ def physics_step(model: Model, state: State, params: Params, dt: jax.Array) -> S
     acc_lin = inv_mass[:, None] * facc
     acc_ang = jnp.einsum("nij,nj->ni", inv_inertia_w, tacc)
     rhs_body = _pad(-jnp.concatenate([state.vel / h + acc_lin, state.angvel / h + acc_ang], axis=-1))
-    lam_n, lam_f, fc = solver.solve_pgs(head, tail, inv_mass_p, inv_inertia_p, rhs_body, h,
-                                        jnp.asarray(p.sor, dtype), model.iterations,
-                                        block=5 if model.angular_friction else 2,
-                                        cone=model.friction_cone, cone_rows=cone_rows)
+    solve = solver_colored.solve_colored if model.solver == "colored" else solver.solve_pgs
+    lam_n, lam_f, fc = solve(head, tail, inv_mass_p, inv_inertia_p, rhs_body, h,
+                             jnp.asarray(p.sor, dtype), model.iterations,
+                             block=5 if model.angular_friction else 2,
+                             cone=model.friction_cone, cone_rows=cone_rows)
     fc = fc[:-1]
 
     # Velocity update then dxStepBody.
