@@ -70,9 +70,10 @@ def tree_nbytes(tree) -> int:
     return int(sum(np.asarray(x).nbytes for x in jax.tree.leaves(tree)))
 
 
-def run_jaxode(model, batch: int, steps: int) -> dict:
+def run_jaxode(model, batch: int, steps: int, solver: str = "pgs") -> dict:
     states = jaxode.batch(jaxode.init(model), batch)
     params = jaxode.batch(model.params, batch)
+    model = model.replace(solver=solver)
     ndev = len(jax.devices())
     devices = ndev if ndev > 1 and batch % ndev == 0 else 1
     if devices > 1:
@@ -93,12 +94,24 @@ def run_jaxode(model, batch: int, steps: int) -> dict:
         final = jax.block_until_ready(compiled(states, params))
         times.append(time.perf_counter() - t0)
     best = min(times)
-    return dict(batch=batch, steps=steps, devices=devices, compile_s=t_compile, run_s=best,
+    return dict(batch=batch, steps=steps, solver=solver, devices=devices, compile_s=t_compile, run_s=best,
                 world_steps_per_s=batch * steps / best,
                 bytes_per_world=(tree_nbytes(states) + tree_nbytes(params)) / batch,
                 temp_bytes_per_world=None if temp is None else temp / batch,
                 contacts_per_world=float(np.mean(np.asarray(final.ncontact))),
-                nonfinite_worlds=int(np.asarray(final.nonfinite).sum()))
+                nonfinite_worlds=int(np.asarray(final.nonfinite).sum()),
+                **quality(states, final))
+
+
+def quality(start, final) -> dict:
+    """How well the step holds the scene, for comparing solvers at equal
+    iterations: ``depth`` the deepest contact penetration at the end [m]
+    (mean over worlds), ``drift`` the largest displacement of any body from
+    its start [m] (max over worlds; a standing stack stays near zero)."""
+    c = final.contacts
+    depth = np.max(np.where(np.asarray(c.valid), np.asarray(c.depth), 0.0), axis=-1, initial=0.0)
+    drift = np.linalg.norm(np.asarray(final.pos) - np.asarray(start.pos), axis=-1)
+    return dict(depth=float(np.mean(depth)), drift=float(np.max(drift, initial=0.0)))
 
 
 def build_ode() -> bool:
@@ -135,18 +148,19 @@ def mjx_status(python) -> str:
 
 
 def table(results: list, ode: dict, mjx: dict) -> str:
-    lines = ["| scene | batch | devices | world-steps/s | jaxode / ODE | jaxode / MJX | compile s | bytes/world (state+params, XLA temp) | contacts/world |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| scene | solver | batch | devices | world-steps/s | jaxode / ODE | jaxode / MJX | compile s | bytes/world (state+params, XLA temp) | contacts/world | depth mm | drift mm |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in results:
         o = ode.get(r["scene"])
         ratio = f"{r['world_steps_per_s'] / o['world_steps_per_s']:.2f}" if o else "n/a"
         mj = mjx.get((r["scene"], r["batch"]))
         ratio += f" | {r['world_steps_per_s'] / mj['world_steps_per_s']:.2f}" if mj else " | n/a"
         temp = "" if r["temp_bytes_per_world"] is None else f", {r['temp_bytes_per_world']:,.0f}"
-        lines.append(f"| {r['scene']} | {r['batch']} | {r.get('devices', 1)} | "
-                     f"{r['world_steps_per_s']:,.0f} | {ratio} | "
+        lines.append(f"| {r['scene']} | {r.get('solver', 'pgs')} | {r['batch']} | "
+                     f"{r.get('devices', 1)} | {r['world_steps_per_s']:,.0f} | {ratio} | "
                      f"{r['compile_s']:.1f} | {r['bytes_per_world']:,.0f}{temp} | "
-                     f"{r['contacts_per_world']:.1f} |")
+                     f"{r['contacts_per_world']:.1f} | {r['depth'] * 1e3:.2f} | "
+                     f"{r['drift'] * 1e3:.1f} |")
     lines.append("")
     lines.append("| scene | ODE 0.16 world-steps/s (C, one thread) | ODE contacts/world |")
     lines.append("|---|---:|---:|")
@@ -189,14 +203,19 @@ def plot(results: list, ode: dict, path: Path) -> None:
         return
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for k, name in enumerate(dict.fromkeys(r["scene"] for r in results)):
-        rs = [r for r in results if r["scene"] == name]
+        rs = [r for r in results if r["scene"] == name and r.get("solver", "pgs") == "pgs"]
         line, = ax.loglog([r["batch"] for r in rs], [r["world_steps_per_s"] for r in rs], "o-",
                           label=name)
+        other = [r for r in results if r["scene"] == name and r.get("solver", "pgs") != "pgs"]
+        if other:
+            ax.loglog([r["batch"] for r in other], [r["world_steps_per_s"] for r in other], "s--",
+                      color=line.get_color(), label=f"{name} ({other[0]['solver']})")
         if name in ode:
             ax.axhline(ode[name]["world_steps_per_s"], color=line.get_color(), ls=":", lw=1)
     ax.set_xlabel("worlds per call (batch)")
     ax.set_ylabel("world-steps / s")
-    ax.set_title("jaxode (solid) and ODE 0.16 C, one thread (dotted)")
+    ax.set_title("jaxode pgs (solid), other solvers (dashed), ODE 0.16 C one thread (dotted)",
+                 fontsize=9)
     ax.legend(fontsize=8)
     ax.grid(True, which="both", alpha=0.3)
     fig.tight_layout()
@@ -211,6 +230,11 @@ def main(argv=None) -> None:
     ap.add_argument("--batch", type=int, nargs="+", default=None)
     ap.add_argument("--steps", type=int, default=None)
     ap.add_argument("--no-ode", action="store_true")
+    ap.add_argument("--solvers", nargs="+", choices=jaxode.WorldBuilder.SOLVERS,
+                    default=list(jaxode.WorldBuilder.SOLVERS),
+                    help="solvers to run (default all; the second and later ones up to batch "
+                         "--other-solver-max-batch)")
+    ap.add_argument("--other-solver-max-batch", type=int, default=1024)
     ap.add_argument("--mjx-python", default=None,
                     help="a Python with mujoco.mjx installed: also run the scenes in MJX "
                          "(default $JAXODE_MJX_PYTHON; see bench/mjx.py)")
@@ -260,25 +284,30 @@ def main(argv=None) -> None:
     results = []
     for name in names:
         model = S.model_of(name)
-        prev = None
-        for b in batches:
-            if prev is not None and 2 * b * args.steps / prev > args.max_run_s:
-                print(f"jaxode {name:8s} batch {b:6d}: skipped (predicted "
-                      f"{2 * b * args.steps / prev:.0f} s > --max-run-s {args.max_run_s:g})")
-                continue
-            try:
-                r = run_jaxode(model, b, args.steps)
-            except Exception as e:  # noqa: BLE001 - e.g. out of memory at a big batch
-                print(f"jaxode {name} batch {b}: {type(e).__name__}: {str(e)[:200]}")
-                break
-            r["scene"] = name
-            results.append(r)
-            prev = r["world_steps_per_s"]
-            o = ode.get(name)
-            ratio = f"  x{r['world_steps_per_s'] / o['world_steps_per_s']:.2f} ODE" if o else ""
-            print(f"jaxode {name:8s} batch {b:6d}: {r['world_steps_per_s']:12,.0f} world-steps/s, "
-                  f"compile {r['compile_s']:5.1f} s, {r['contacts_per_world']:.1f} contacts{ratio}",
-                  flush=True)
+        for k, solver in enumerate(args.solvers):
+            prev = None
+            for b in batches:
+                if k and b > args.other_solver_max_batch:
+                    continue
+                if prev is not None and 2 * b * args.steps / prev > args.max_run_s:
+                    print(f"jaxode {name:8s} {solver:7s} batch {b:6d}: skipped (predicted "
+                          f"{2 * b * args.steps / prev:.0f} s > --max-run-s {args.max_run_s:g})")
+                    continue
+                try:
+                    r = run_jaxode(model, b, args.steps, solver)
+                except Exception as e:  # noqa: BLE001 - e.g. out of memory at a big batch
+                    print(f"jaxode {name} {solver} batch {b}: {type(e).__name__}: {str(e)[:200]}")
+                    break
+                r["scene"] = name
+                results.append(r)
+                prev = r["world_steps_per_s"]
+                o = ode.get(name)
+                ratio = f"  x{r['world_steps_per_s'] / o['world_steps_per_s']:.2f} ODE" if o else ""
+                print(f"jaxode {name:8s} {solver:7s} batch {b:6d}: "
+                      f"{r['world_steps_per_s']:12,.0f} world-steps/s, compile "
+                      f"{r['compile_s']:5.1f} s, {r['contacts_per_world']:.1f} contacts, depth "
+                      f"{r['depth'] * 1e3:.2f} mm, drift {r['drift'] * 1e3:.1f} mm{ratio}",
+                      flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "results.json").write_text(json.dumps(dict(
         machine=info, jaxode=results, ode=ode,
