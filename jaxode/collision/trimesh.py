@@ -34,11 +34,14 @@ Per triangle (vmapped over the K candidates):
 Internal edges. The normal of a contact on an edge or corner of the triangle
 depends on that feature's kind (``jaxode.trimesh``): FLAT (shared with a
 coplanar neighbour) uses the face normal and the depth along it, exactly the
-neighbour's face contact, so nothing catches on the seams of a flat mesh;
-CONCAVE drops the contact (the neighbour's face is at least as close);
-CONVEX (a ridge or the mesh's boundary) keeps its own normal. For hulls the
-feature is the triangle's part that touches along the chosen axis; a
-non-convex one falls back to the triangle-normal face case.
+neighbour's face contact, so nothing catches on the seams of a flat mesh
+(balls: only while the centre projects onto the seam; beyond it the
+neighbour holds a closer point, e.g. its convex edge at a box mesh's ridge,
+and the flat feature's contact is dropped); CONCAVE drops the contact (the
+neighbour's face is at least as close); CONVEX (a ridge or the mesh's
+boundary) keeps its own normal. For hulls the feature is the triangle's part
+that touches along the chosen axis; a non-convex one falls back to the
+triangle-normal face case.
 
 Reduction. All per-triangle contacts are reduced to the pair's slots: the
 deepest first, then greedily the one farthest (in position, and in normal
@@ -200,8 +203,12 @@ def ball_triangles(tris: Triangles, centre, r):
     normal = jnp.where(convex[:, None], n_true, n)
     depth = jnp.where(convex, r - dist, r - s)
     touches = dist <= r  # the ball reaches this triangle
+    # a flat edge or corner is the neighbour's face only where the centre's
+    # projection is on the seam; beyond it the coplanar neighbour holds a
+    # closer point (its face, or its own convex edge): leave it to that one
+    off_seam = d2 - s * s > (_DUP_REL * r) ** 2
     valid = (tris.valid & (kind != _CONCAVE) & touches & (depth >= 0)
-             & jnp.where(convex, s > 0, s >= -r))
+             & jnp.where(convex, s > 0, s >= -r) & ~((kind == _FLAT) & (nz > 0) & off_seam))
     return q, normal, depth, valid
 
 
