@@ -232,3 +232,95 @@ def test_mesh_box_rests_on_a_heightfield_slope(ground):
     np.testing.assert_allclose(above[50:], SIZE[2] / 2, atol=2e-3)
     np.testing.assert_allclose(mat_of(quat[-1])[:, 2], normal, atol=1e-3)  # face on the slope
     np.testing.assert_allclose(pos[-1] - pos[50], 0.0, atol=2e-3)  # static friction holds
+
+
+# ------------------------------------------------------------------ free flight
+OFFSET = np.array([0.1, -0.05, 0.2])  # [m] the mesh's centre in its geom frame
+R_OFF = Rotation.from_rotvec([0.2, 0.4, -0.3]).as_matrix()  # geom frame in the body frame
+
+
+def test_mass_of_an_offset_mesh_is_the_box_moved():
+    v, t = box_mesh(SIZE)
+    m, ref = jaxode.mass.trimesh(v + OFFSET, t, density=700.0), jaxode.mass.box(SIZE, density=700.0)
+    np.testing.assert_allclose(m.mass, 700.0 * np.prod(SIZE), rtol=1e-12)
+    np.testing.assert_allclose(m.com, OFFSET, atol=1e-12)
+    # inertia about the geom origin: the box's (m / 12 (b^2 + c^2), ...) plus the parallel axis
+    box_i = m.mass / 12 * np.diag([SIZE[1] ** 2 + SIZE[2] ** 2, SIZE[0] ** 2 + SIZE[2] ** 2,
+                                   SIZE[0] ** 2 + SIZE[1] ** 2])
+    np.testing.assert_allclose(ref.inertia, box_i, rtol=1e-12)
+    shifted = box_i + m.mass * (OFFSET @ OFFSET * np.eye(3) - np.outer(OFFSET, OFFSET))
+    np.testing.assert_allclose(m.inertia, shifted, rtol=1e-12, atol=1e-15)
+
+
+@pytest.fixture(scope="module")
+def free():
+    """No gravity, bounce 1, rigid contacts (cfm 0): a mesh box at 1 m/s hits a resting sphere of the
+    same mass head-on (bodies 0, 1), another hits a static sphere (body 2); a
+    mesh box off its geom origin, on a rotated geom offset, tumbles (body 3,
+    no collisions). float32, 0.6 s at 100 Hz."""
+    v, t = box_mesh(SIZE)
+    m = jaxode.mass.trimesh(v, t, density=500.0)
+    hard = jaxode.Surface(bounce=1.0)
+    b = jaxode.WorldBuilder(gravity=(0.0, 0.0, 0.0), cfm=0.0)  # rigid contacts
+    body = b.add_body(pos=(-0.6, 0.0, 0.0), vel=(1.0, 0.0, 0.0), mass=m)
+    b.add_trimesh(v, t, body=body, surface=hard, **_own(0))
+    body = b.add_body(mass=jaxode.mass.sphere(0.15, total=m.mass))
+    b.add_sphere(0.15, body=body, surface=hard)
+    body = b.add_body(pos=(-0.6, 2.0, 0.0), vel=(1.0, 0.0, 0.0), mass=m)
+    b.add_trimesh(v, t, body=body, surface=hard, **_own(1))
+    b.add_sphere(0.15, pos=(0.0, 2.0, 0.0), surface=hard)
+    mt = jaxode.mass.trimesh(v + OFFSET, t, density=500.0)
+    mt = jaxode.mass.rotate(jaxode.mass.translate(mt, -OFFSET), R_OFF)
+    body = b.add_body(pos=(0.3, -5.0, 0.2), vel=(0.2, 0.1, 0.0), angvel=(0.3, 1.0, -0.5), mass=mt)
+    tumbler = b.add_trimesh(v + OFFSET, t, body=body, pos=-R_OFF @ OFFSET, quat=quat_of(R_OFF),
+                            category_bits=0, collide_bits=0)
+    model = b.build()
+    final, traj = jax.jit(lambda s: jaxode.rollout(model, s, 60, 0.01))(jaxode.init(model))
+    return model, final, traj, tumbler
+
+
+def test_elastic_hits_of_a_moving_mesh(free):
+    _, _, traj, _ = free
+    vel, angvel = np.asarray(traj.vel), np.asarray(traj.angvel)
+    after = slice(35, None)  # contact from t = 0.2 s
+    # equal masses, head-on, elastic: the velocities swap (momentum and energy)
+    np.testing.assert_allclose(vel[after, 0, 0], 0.0, atol=1e-3)
+    np.testing.assert_allclose(vel[after, 1, 0], 1.0, atol=1e-3)
+    np.testing.assert_allclose(vel[:, 0, 0] + vel[:, 1, 0], 1.0, atol=1e-5)
+    # off a static sphere: the velocity reverses
+    np.testing.assert_allclose(vel[after, 2, 0], -1.0, atol=1e-3)
+    assert np.abs(vel[:, :3, 1:]).max() < 1e-4 and np.abs(angvel[:, :3]).max() < 1e-3
+
+
+def test_raycast_and_aabb_of_a_tumbling_offset_mesh(free):
+    model, final, traj, tumbler = free
+    centre = np.asarray(final.pos)[3].astype(np.float64)  # the mesh's centre is the body origin
+    rot = mat_of(np.asarray(final.quat)[3].astype(np.float64)) @ R_OFF
+    assert np.linalg.norm(centre - [0.3, -5.0, 0.2]) > 0.1  # it moved and turned
+    assert np.degrees(np.arccos((np.trace(rot.T @ R_OFF) - 1) / 2)) > 20
+    corners = centre + box_mesh(SIZE)[0] @ rot.T
+    gpos, grot = kinematics.geom_poses(model, final.pos, final.quat)
+    lo, hi = kinematics.geom_aabbs(model, gpos, grot)
+    np.testing.assert_allclose(np.asarray(lo[tumbler]), corners.min(0), atol=1e-5)
+    np.testing.assert_allclose(np.asarray(hi[tumbler]), corners.max(0), atol=1e-5)
+    rng = np.random.default_rng(5)
+    o = centre + rng.normal(size=(64, 3)) * 0.6
+    d = centre + rng.uniform(-0.3, 0.3, (64, 3)) - o
+    mask = np.arange(model.ngeom) == tumbler
+    dist, point, normal, geom = (np.asarray(x) for x in jit(
+        lambda s: jaxode.raycast(model, s, o, d, max_dist=5.0, geom_mask=mask))(final))
+    # slab method in the box frame
+    ol, dl = (o - centre) @ rot, d @ rot / np.linalg.norm(d, axis=1)[:, None]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t1, t2 = (-SIZE / 2 - ol) / dl, (SIZE / 2 - ol) / dl
+    tin = np.minimum(t1, t2).max(1)
+    tout = np.maximum(t1, t2).min(1)
+    outside = np.any(np.abs(ol) > SIZE / 2, axis=1)
+    hit = outside & (tin <= tout) & (tin > 0)
+    assert hit.sum() > 20
+    np.testing.assert_array_equal(geom[hit], tumbler)
+    np.testing.assert_allclose(dist[hit], tin[hit], atol=1e-5)
+    face = np.argmax(np.minimum(t1, t2), axis=1)
+    want_n = -np.sign(dl[np.arange(64), face])[:, None] * rot.T[face]
+    np.testing.assert_allclose(normal[hit], want_n[hit], atol=1e-5)
+    assert np.all(geom[outside & ~hit] == -1)
