@@ -41,7 +41,10 @@ and the flat feature's contact is dropped); CONCAVE drops the contact (the
 neighbour's face is at least as close); CONVEX (a ridge or the mesh's
 boundary) keeps its own normal. For hulls the feature is the triangle's part
 that touches along the chosen axis; a non-convex one falls back to the
-triangle-normal face case.
+triangle-normal face case. The cross axes of a flat or concave edge (the
+triangle's split from its neighbour, not a feature of the surface) only
+prove separation: they never become the contact axis (taken, they made the
+fallback report a hull past a box mesh's ridge as deep under the face).
 
 Reduction. All per-triangle contacts are reduced to the pair's slots: the
 deepest first, then greedily the one farthest (in position, and in normal
@@ -304,12 +307,15 @@ def hull_triangle(h: PlacedHull, v, n, edge_kind, corner_kind, valid):
     t = _triangle_hull(v, n)
     scale = h.extent + t.extent
     e = h.hull.edges
-    sep_t, sep_f, sep_e, u = triangle_sat(h, v, n)
+    sep_t, sep_f, sep_all, u = triangle_sat(h, v, n)
+    separated = jnp.maximum(jnp.maximum(sep_t, jnp.max(sep_f)), jnp.max(sep_all)) > 0
+    # the axes of a flat or concave edge are no feature of the surface (the
+    # triangle's split from its neighbour): they only prove separation
+    sep_e = jnp.where((edge_kind == _CONVEX)[:, None], sep_all, -_BIG)
     bf = jnp.argmax(sep_f)
     be = jnp.argmax(sep_e.reshape(-1))
     ie, je = be // sep_e.shape[1], be % sep_e.shape[1]
     edge_s = sep_e[ie, je]
-    separated = jnp.maximum(jnp.maximum(sep_t, sep_f[bf]), edge_s) > 0
     abs_m = _EDGE_ABS * scale
     use_hf = (-sep_f[bf] + abs_m) * _EDGE_REL < -sep_t
     face_s = jnp.where(use_hf, sep_f[bf], sep_t)
