@@ -1,8 +1,11 @@
-"""Shapes against a static triangle mesh (ODE's dCreateTriMesh, static case).
+"""Shapes against a triangle mesh (ODE's dCreateTriMesh), static or on a body.
 
 A mesh geom is a :class:`~jaxode.collision.types.Mesh` (tables in the geom
 frame, built on the host by ``jaxode.trimesh.build_mesh``); its ``size`` is
-``(mesh index, bounding radius, 0)``. Meshes are one-sided surfaces: a
+``(mesh index, bounding radius, 0)``. Everything below reads the mesh's
+world pose of the current step (``GeomWorld``), so a mesh on a body and a
+static one are the same; the other geom may be static too. The mesh against
+plane and heightfield is in ``trimesh_ground``. Meshes are one-sided surfaces: a
 triangle's normal (right-handed about its winding) points to the outside.
 
 Candidates. Every step, for each (geom, mesh) pair, ``gather`` reads a fixed
