@@ -341,30 +341,31 @@ class WorldBuilder:
                     quat=(1.0, 0.0, 0.0, 0.0), surface: Optional[Surface] = None,
                     category_bits: int = 0xFFFFFFFF, collide_bits: int = 0xFFFFFFFF,
                     max_candidates: Optional[int] = None) -> int:
-        """Static triangle mesh (ODE's dCreateTriMesh): ``vertices`` (V, 3) [m]
-        in the geom frame, ``triangles`` (T, 3) int vertex indices, counter-
-        clockwise seen from outside (the normal side; the mesh is one-sided),
-        at most ``jaxode.trimesh.MAX_MESH_TRIANGLES``; no degenerate
-        triangles. World pose ``pos``/``quat``. Only static meshes (body
-        None): for a moving body use ``add_convex`` (the mesh's hull, or
-        several convex pieces). Collides with spheres, boxes, capsules,
-        cylinders and convex hulls (see ``jaxode.collision.trimesh``);
-        ``raycast`` sees it. max_candidates: upper bound on the triangles
-        examined per (geom, mesh) pair and step (default: the grid's worst
-        case for the geom's size, at most ``jaxode.trimesh.DEFAULT_MAX_CANDIDATES`` = 64); what
-        does not fit is counted in ``State.overflow_contacts``. Mass of a
-        closed mesh: ``jaxode.mass.trimesh``."""
+        """Triangle mesh (ODE's dCreateTriMesh): ``vertices`` (V, 3) [m] in the
+        geom frame, ``triangles`` (T, 3) int vertex indices, counter-clockwise
+        seen from outside (the normal side; the mesh is one-sided), at most
+        ``jaxode.trimesh.MAX_MESH_TRIANGLES``; no degenerate triangles.
+        Without a body the mesh is static and ``pos``/``quat`` are its world
+        pose; with ``body`` it moves with the body and ``pos``/``quat`` are
+        the offset in the body frame, as add_sphere (give the body the mass
+        of a closed mesh, ``jaxode.mass.trimesh``, translated to its centre
+        of mass). Collides with spheres, boxes, capsules, cylinders and
+        convex hulls (see ``jaxode.collision.trimesh``), and, on a body,
+        with planes and heightfields (``jaxode.collision.trimesh_ground``).
+        There is no mesh-mesh collider: ``build`` refuses a pair of meshes
+        that can collide when one of them is on a body (use ``add_convex``
+        for one of them, or category/collide bits). ``raycast`` sees it.
+        max_candidates: upper bound on the triangles examined per (geom,
+        mesh) pair and step (default: the grid's worst case for the geom's
+        size, at most ``jaxode.trimesh.DEFAULT_MAX_CANDIDATES`` = 64); what
+        does not fit is counted in ``State.overflow_contacts``."""
         where = f"geom {len(self.geoms)} (trimesh)"
-        if body is not None:
-            raise ValueError(f"{where}: body: a triangle mesh must be static (body=None); for a "
-                             f"moving body use add_convex (the mesh's convex hull, or several "
-                             f"convex pieces)")
         if max_candidates is not None and (not isinstance(max_candidates, (int, np.integer))
                                            or max_candidates < 1):
             raise ValueError(f"{where}: max_candidates must be an integer >= 1 or None "
                              f"(got {max_candidates!r})")
         data = mesh_lib.build_mesh(vertices, triangles, where)
-        i = self._add_geom(ct.TRIMESH, np.array([len(self.meshes), data.radius, 0.0]), None, pos,
+        i = self._add_geom(ct.TRIMESH, np.array([len(self.meshes), data.radius, 0.0]), body, pos,
                            quat, surface, category_bits, collide_bits)
         self.meshes.append((i, data, None if max_candidates is None else int(max_candidates)))
         return i
@@ -792,7 +793,13 @@ class WorldBuilder:
                 if key not in narrowphase.PAIR_FUNCTIONS:
                     a, b, key = j, i, (gj["type"], gi["type"])
                     if key not in narrowphase.PAIR_FUNCTIONS:
-                        continue  # e.g. plane-plane: ODE has no collider either
+                        # (plane-plane and the like are static-static, skipped above)
+                        names = [ct.GEOM_TYPE_NAMES[t] for t in key[::-1]]
+                        raise ValueError(
+                            f"geoms {i} and {j} ({names[0]}-{names[1]}): no collider for this "
+                            f"pair, and one of them is on a body; use add_convex (the convex "
+                            f"hull, or convex pieces) for one of them, or category_bits / "
+                            f"collide_bits so that they never collide")
                 ga, gb = self.geoms[a], self.geoms[b]
                 maxc = min(ga["surface"].max_contacts, gb["surface"].max_contacts)
                 fric = self._pair_friction(ga, gb, a, b)

@@ -24,14 +24,18 @@ import jax
 import jax.numpy as jnp
 
 from jaxode.batch_rules import compact, unless_none
-from jaxode.collision import box, capsule, convex, cylinder, heightfield, sphere, trimesh
+from jaxode.collision import (box, capsule, convex, cylinder, heightfield, sphere, trimesh,
+                              trimesh_ground)
 from jaxode.collision import types as ct
 from jaxode.types import Contacts, Model
 
 # (type1, type2) -> (pair function, contact slots). The pair function's geom 1
 # is of type1; the normal points into geom 1 (ODE's convention). Plane and
 # heightfield are always geom 2, a convex hull is geom 2 against the other
-# primitives (as ODE's dCollideSphereConvex, dCollideCapsuleConvex).
+# primitives (as ODE's dCollideSphereConvex, dCollideCapsuleConvex), a
+# triangle mesh is geom 2 against them and geom 1 against plane and
+# heightfield. trimesh-trimesh has no entry: the builder refuses it unless
+# both meshes are static.
 PAIR_FUNCTIONS = {
     (ct.SPHERE, ct.PLANE): (sphere.sphere_plane, sphere.SPHERE_PLANE_NCON),
     (ct.SPHERE, ct.SPHERE): (sphere.sphere_sphere, sphere.SPHERE_SPHERE_NCON),
@@ -68,15 +72,24 @@ PAIR_FUNCTIONS = {
     (ct.CAPSULE, ct.TRIMESH): (trimesh.capsule_trimesh, trimesh.CAPSULE_TRIMESH_NCON),
     (ct.CYLINDER, ct.TRIMESH): (trimesh.cylinder_trimesh, trimesh.CYLINDER_TRIMESH_NCON),
     (ct.CONVEX, ct.TRIMESH): (trimesh.convex_trimesh, trimesh.CONVEX_TRIMESH_NCON),
+    # a mesh on a body on the ground takes its own tables (verts, tris)
+    (ct.TRIMESH, ct.PLANE): (trimesh_ground.trimesh_plane, trimesh_ground.TRIMESH_PLANE_NCON),
+    (ct.TRIMESH, ct.HEIGHTFIELD): (trimesh_ground.trimesh_heightfield,
+                                   trimesh_ground.TRIMESH_HFIELD_NCON),
 }
 
 
 def _extra_args(model: Model, type1: int, type2: int, a: jax.Array, b: jax.Array,
                 dtype) -> list:
     """Per-pair data tables after the two geoms: the hull of geom 1 if it is
-    convex, then geom 2's hull if convex, or its grid (heights, dims) if it
-    is a heightfield. a, b (npair,) geom indices."""
+    convex or its (verts, tris) if it is a triangle mesh, then geom 2's hull
+    if convex, or its grid (heights, dims) if it is a heightfield (a mesh as
+    geom 2 is gathered by ``_mesh_pairs`` instead). a, b (npair,) geom
+    indices."""
     out = []
+    if type1 == ct.TRIMESH:
+        k = model.geom_size[a, 0].astype(jnp.int32)
+        out += [model.trimeshes.verts[k].astype(dtype), model.trimeshes.tris[k]]
     for t, g in ((type1, a), (type2, b)):
         if t == ct.CONVEX:
             k = model.geom_size[g, 0].astype(jnp.int32)

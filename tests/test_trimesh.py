@@ -322,10 +322,31 @@ def test_builder_errors():
         b.add_trimesh(v, t + 0.5)
     with pytest.raises(ValueError, match="MAX_MESH_TRIANGLES"):
         mesh_lib.build_mesh(v, np.tile(t, (3, 1)), "geom 0 (trimesh)", max_triangles=4)
-    with pytest.raises(ValueError, match="must be static.*add_convex"):
-        b.add_trimesh(v, t, body=0)
+    with pytest.raises(ValueError, match=r"body must be an existing body index in \[0, 0\]"):
+        b.add_trimesh(v, t, body=1)
     with pytest.raises(ValueError, match="max_candidates"):
         b.add_trimesh(v, t, max_candidates=0)
+
+
+def test_mesh_mesh_pairs_are_refused_unless_static_or_filtered():
+    """No trimesh-trimesh collider: a pair that could collide with a mesh on a
+    body is refused at build time; two static meshes, or a pair the bits
+    filter out, build."""
+    v, t = box_mesh(np.full(3, 0.2))
+
+    def scene(body_mesh, bits=0xFFFFFFFF):
+        b = jaxode.WorldBuilder()
+        i = b.add_body(pos=(0.0, 0.0, 1.0))
+        b.add_sphere(0.1, body=i)
+        b.add_trimesh(v, t, body=i if body_mesh else None, category_bits=bits, collide_bits=bits)
+        b.add_trimesh(v, t, pos=(0.0, 0.0, -1.0), category_bits=1, collide_bits=1)
+        return b.build()
+
+    with pytest.raises(ValueError, match=r"geoms 1 and 2 \(trimesh-trimesh\): no collider.*"
+                                         r"add_convex.*collide_bits"):
+        scene(True)
+    assert scene(False).ngeom == 3  # static-static: never collide
+    assert scene(True, bits=2).ngeom == 3
 
 
 def test_edge_kinds():

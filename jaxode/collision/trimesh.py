@@ -1,8 +1,11 @@
-"""Shapes against a static triangle mesh (ODE's dCreateTriMesh, static case).
+"""Shapes against a triangle mesh (ODE's dCreateTriMesh), static or on a body.
 
 A mesh geom is a :class:`~jaxode.collision.types.Mesh` (tables in the geom
 frame, built on the host by ``jaxode.trimesh.build_mesh``); its ``size`` is
-``(mesh index, bounding radius, 0)``. Meshes are one-sided surfaces: a
+``(mesh index, bounding radius, 0)``. Everything below reads the mesh's
+world pose of the current step (``GeomWorld``), so a mesh on a body and a
+static one are the same; the other geom may be static too. The mesh against
+plane and heightfield is in ``trimesh_ground``. Meshes are one-sided surfaces: a
 triangle's normal (right-handed about its winding) points to the outside.
 
 Candidates. Every step, for each (geom, mesh) pair, ``gather`` reads a fixed
@@ -34,11 +37,17 @@ Per triangle (vmapped over the K candidates):
 Internal edges. The normal of a contact on an edge or corner of the triangle
 depends on that feature's kind (``jaxode.trimesh``): FLAT (shared with a
 coplanar neighbour) uses the face normal and the depth along it, exactly the
-neighbour's face contact, so nothing catches on the seams of a flat mesh;
-CONCAVE drops the contact (the neighbour's face is at least as close);
-CONVEX (a ridge or the mesh's boundary) keeps its own normal. For hulls the
-feature is the triangle's part that touches along the chosen axis; a
-non-convex one falls back to the triangle-normal face case.
+neighbour's face contact, so nothing catches on the seams of a flat mesh
+(balls: only while the centre projects onto the seam; beyond it the
+neighbour holds a closer point, e.g. its convex edge at a box mesh's ridge,
+and the flat feature's contact is dropped); CONCAVE drops the contact (the
+neighbour's face is at least as close); CONVEX (a ridge or the mesh's
+boundary) keeps its own normal. For hulls the feature is the triangle's part
+that touches along the chosen axis; a non-convex one falls back to the
+triangle-normal face case. The cross axes of a flat or concave edge (the
+triangle's split from its neighbour, not a feature of the surface) only
+prove separation: they never become the contact axis (taken, they made the
+fallback report a hull past a box mesh's ridge as deep under the face).
 
 Reduction. All per-triangle contacts are reduced to the pair's slots: the
 deepest first, then greedily the one farthest (in position, and in normal
@@ -200,8 +209,12 @@ def ball_triangles(tris: Triangles, centre, r):
     normal = jnp.where(convex[:, None], n_true, n)
     depth = jnp.where(convex, r - dist, r - s)
     touches = dist <= r  # the ball reaches this triangle
+    # a flat edge or corner is the neighbour's face only where the centre's
+    # projection is on the seam; beyond it the coplanar neighbour holds a
+    # closer point (its face, or its own convex edge): leave it to that one
+    off_seam = d2 - s * s > (_DUP_REL * r) ** 2
     valid = (tris.valid & (kind != _CONCAVE) & touches & (depth >= 0)
-             & jnp.where(convex, s > 0, s >= -r))
+             & jnp.where(convex, s > 0, s >= -r) & ~((kind == _FLAT) & (nz > 0) & off_seam))
     return q, normal, depth, valid
 
 
@@ -297,12 +310,15 @@ def hull_triangle(h: PlacedHull, v, n, edge_kind, corner_kind, valid):
     t = _triangle_hull(v, n)
     scale = h.extent + t.extent
     e = h.hull.edges
-    sep_t, sep_f, sep_e, u = triangle_sat(h, v, n)
+    sep_t, sep_f, sep_all, u = triangle_sat(h, v, n)
+    separated = jnp.maximum(jnp.maximum(sep_t, jnp.max(sep_f)), jnp.max(sep_all)) > 0
+    # the axes of a flat or concave edge are no feature of the surface (the
+    # triangle's split from its neighbour): they only prove separation
+    sep_e = jnp.where((edge_kind == _CONVEX)[:, None], sep_all, -_BIG)
     bf = jnp.argmax(sep_f)
     be = jnp.argmax(sep_e.reshape(-1))
     ie, je = be // sep_e.shape[1], be % sep_e.shape[1]
     edge_s = sep_e[ie, je]
-    separated = jnp.maximum(jnp.maximum(sep_t, sep_f[bf]), edge_s) > 0
     abs_m = _EDGE_ABS * scale
     use_hf = (-sep_f[bf] + abs_m) * _EDGE_REL < -sep_t
     face_s = jnp.where(use_hf, sep_f[bf], sep_t)

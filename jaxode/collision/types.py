@@ -102,7 +102,8 @@ class Hull:
 
 @pytree_dataclass
 class Mesh:
-    """Static triangle mesh tables, geom frame (see ``jaxode.trimesh``).
+    """Triangle mesh tables, geom frame (see ``jaxode.trimesh``); the same for
+    a static mesh and one on a body (only the geom's world pose moves).
 
     The Model stacks them with a leading mesh axis (``Model.trimeshes``),
     padded to the largest mesh: vertex and triangle rows repeat row 0, cell
