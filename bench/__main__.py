@@ -148,7 +148,7 @@ def mjx_status(python) -> str:
 
 
 def table(results: list, ode: dict, mjx: dict) -> str:
-    lines = ["| scene | solver | batch | devices | world-steps/s | jaxode / ODE | jaxode / MJX | compile s | bytes/world (state+params, XLA temp) | contacts/world | depth mm | drift mm |",
+    lines = ["| scene | solver | batch | devices | world-steps/s | jaxode / ODE | jaxode / MJX | compile s | bytes/world (state+params, XLA temp) | contacts/world | depth um | drift mm |",
              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in results:
         o = ode.get(r["scene"])
@@ -159,7 +159,7 @@ def table(results: list, ode: dict, mjx: dict) -> str:
         lines.append(f"| {r['scene']} | {r.get('solver', 'pgs')} | {r['batch']} | "
                      f"{r.get('devices', 1)} | {r['world_steps_per_s']:,.0f} | {ratio} | "
                      f"{r['compile_s']:.1f} | {r['bytes_per_world']:,.0f}{temp} | "
-                     f"{r['contacts_per_world']:.1f} | {r['depth'] * 1e3:.2f} | "
+                     f"{r['contacts_per_world']:.1f} | {r['depth'] * 1e6:.1f} | "
                      f"{r['drift'] * 1e3:.1f} |")
     lines.append("")
     lines.append("| scene | ODE 0.16 world-steps/s (C, one thread) | ODE contacts/world |")
@@ -306,7 +306,7 @@ def main(argv=None) -> None:
                 print(f"jaxode {name:8s} {solver:7s} batch {b:6d}: "
                       f"{r['world_steps_per_s']:12,.0f} world-steps/s, compile "
                       f"{r['compile_s']:5.1f} s, {r['contacts_per_world']:.1f} contacts, depth "
-                      f"{r['depth'] * 1e3:.2f} mm, drift {r['drift'] * 1e3:.1f} mm{ratio}",
+                      f"{r['depth'] * 1e6:.1f} um, drift {r['drift'] * 1e3:.1f} mm{ratio}",
                       flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "results.json").write_text(json.dumps(dict(
