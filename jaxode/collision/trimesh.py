@@ -34,11 +34,16 @@ Per triangle (vmapped over the K candidates):
 Internal edges. The normal of a contact on an edge or corner of the triangle
 depends on that feature's kind (``jaxode.trimesh``): FLAT (shared with a
 coplanar neighbour) uses the face normal and the depth along it, exactly the
-neighbour's face contact, so nothing catches on the seams of a flat mesh;
+neighbour's face contact, so nothing catches on the seams of a flat mesh
+(for balls only while the centre projects onto the triangle, within 1e-4
+r: beyond a flat edge the neighbour owns the contact);
 CONCAVE drops the contact (the neighbour's face is at least as close);
 CONVEX (a ridge or the mesh's boundary) keeps its own normal. For hulls the
-feature is the triangle's part that touches along the chosen axis; a
-non-convex one falls back to the triangle-normal face case.
+feature is the triangle's part that touches along the chosen axis: an edge
+axis on a non-convex triangle edge is dropped (then the hull's face axis,
+if its touching feature is allowed, else the triangle normal); a hull face
+axis touching a non-convex feature falls back to the triangle-normal face
+case.
 
 Reduction. All per-triangle contacts are reduced to the pair's slots: the
 deepest first, then greedily the one farthest (in position, and in normal
@@ -70,6 +75,7 @@ _BIG = 1e30
 _BARY_TOL = 1e-6  # a barycentric coordinate below this puts a point on an edge
 _FEATURE_REL = 1e-4  # triangle vertices this close (times the sizes) along an axis touch together
 _PARALLEL2 = 1e-12
+_FLAT_LAT_REL = 1e-4  # a face contact needs the centre's projection this close (times r)
 _DUP_REL = 1e-3  # contacts closer than this times the geom radius (and same normal) merge
 _CONCAVE, _FLAT, _CONVEX = 0, 1, 2
 
@@ -200,7 +206,13 @@ def ball_triangles(tris: Triangles, centre, r):
     normal = jnp.where(convex[:, None], n_true, n)
     depth = jnp.where(convex, r - dist, r - s)
     touches = dist <= r  # the ball reaches this triangle
-    valid = (tris.valid & (kind != _CONCAVE) & touches & (depth >= 0)
+    # a face contact (flat feature) only where the centre projects onto the
+    # triangle: across a flat edge the coplanar neighbour owns it, and a centre
+    # projecting beyond the flat region (a ball beside a box mesh, behind this
+    # face's plane) must not get this face's normal and depth r - s > r
+    lateral = jnp.sqrt(jnp.sum((centre - s[:, None] * n - q) ** 2, -1))
+    face_ok = convex | (lateral <= _FLAT_LAT_REL * r)
+    valid = (tris.valid & (kind != _CONCAVE) & touches & (depth >= 0) & face_ok
              & jnp.where(convex, s > 0, s >= -r))
     return q, normal, depth, valid
 
@@ -309,8 +321,11 @@ def hull_triangle(h: PlacedHull, v, n, edge_kind, corner_kind, valid):
     use_edge = (-edge_s + abs_m) * _EDGE_REL < -face_s
     tol = _FEATURE_REL * scale
     hf_ok = _allowed(-h.normals[bf], v, edge_kind, corner_kind, tol)
-    use_hf = use_hf & ~use_edge & hf_ok
+    # an edge axis on a flat or concave triangle edge is no edge of the surface:
+    # drop it first, so that the hull's face axis (when its touching feature is
+    # allowed) still wins over the triangle normal
     use_edge = use_edge & (edge_kind[ie] == _CONVEX)
+    use_hf = use_hf & ~use_edge & hf_ok
     # triangle as the reference face (also the fallback for non-convex features)
     p_t, d_t, ok_t = _face_manifold(t, 0, h)
     # the hull's face as the reference, the triangle clipped against it
