@@ -186,6 +186,34 @@ def test_capsule_sphere():
     assert c.valid[0] and abs(c.depth[0] - 1.0) < 1e-6
 
 
+@pytest.mark.parametrize("axis", [[0, 1, 0], [1, 1, 0], [0.3, -0.4, 0.2]])
+def test_capsule_sphere_centre_on_segment_separates(axis):
+    """Sphere centre exactly on the segment: the depth is r1 + r2 and the
+    normal must be perpendicular to the segment, so that pushing the capsule
+    by the depth along it leaves them touching (ODE's (1, 0, 0) fails when
+    the segment runs along x: the first axis turns local z onto world x)."""
+    R = rot_axis_angle(axis, np.pi / 2)
+    cp = geom([0.1, 0.2, 0.3], R, (0.2, 1.0, 0))
+    for s in (0.0, 0.3, 0.5):  # middle, inside, at the end of the segment
+        sp = geom(np.array([0.1, 0.2, 0.3]) + s * R[:, 2], size=(0.3, 0, 0))
+        c = collide("capsule_sphere", cp, sp)
+        assert c.valid[0]
+        np.testing.assert_allclose(c.depth[0], 0.5, atol=1e-6)
+        assert abs(c.normal[0] @ R[:, 2]) < 1e-6
+        check_separates("capsule_sphere", cp, sp, c)
+
+
+def test_capsule_capsule_touching_segments_separate():
+    """Crossing segments meeting in a point, and coaxial overlapping ones:
+    pushing capsule 1 by the depth (r1 + r2) along the normal separates."""
+    a = geom([0, 0, 0], rot_axis_angle([0, 1, 0], np.pi / 2), (0.3, 2.0, 0))  # along x
+    for b in (geom([0.2, 0, 0], rot_axis_angle([1, 1, 0], np.pi / 2), (0.2, 1.0, 0)),
+              geom([0.5, 0, 0], rot_axis_angle([0, 1, 0], np.pi / 2), (0.2, 1.0, 0))):
+        c = collide("capsule_capsule", a, b)
+        np.testing.assert_allclose(c.depth[c.valid], 0.5, atol=1e-6)
+        check_separates("capsule_capsule", a, b, c)
+
+
 # ------------------------------------------------------------- capsule-capsule
 def test_capsule_capsule_crossing():
     a = geom([0, 0, 0], rot_axis_angle([0, 1, 0], np.pi / 2), (0.3, 2.0, 0))  # along x

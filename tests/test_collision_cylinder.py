@@ -214,6 +214,28 @@ def test_depth_and_normal_match_the_brute_force_signed_distance(sampled):
             assert np.all(c.depth[i][v] >= -1e-12) and np.all(c.depth[i][v] <= dmax + 1e-12)
 
 
+@pytest.mark.parametrize("kind2", ["box", "capsule", "cylinder"])
+def test_coincident_centres_give_a_unit_normal_and_the_depth(kind2):
+    """Centres coinciding (the centre line, one of the SAT's crease vectors,
+    is undefined): the normal is a unit vector and the deepest contact is the
+    brute-force penetration depth. (The refinement once rotated about a zero
+    crease vector, shrinking the axis, which lowered the "overlap".)"""
+    rng = np.random.default_rng(5)
+    n = 4
+    r1 = Rotation.random(n, random_state=1).as_matrix()
+    r2 = Rotation.random(n, random_state=2).as_matrix()
+    s1 = np.tile([0.2, 0.5, 0.0], (n, 1))
+    s2 = np.stack([random_size(kind2, rng) for _ in range(n)])
+    p = rng.normal(size=(n, 3)) * 0.2
+    c = run_pair(PAIRS[kind2], gw(p, r1, s1), gw(p, r2, s2))
+    for i in range(n):
+        v = c.valid[i]
+        assert v.any()
+        np.testing.assert_allclose(np.linalg.norm(c.normal[i][v], axis=-1), 1.0, atol=1e-9)
+        ref = ref_depth("cylinder", kind2, p[i], r1[i], s1[i], p[i], r2[i], s2[i])
+        assert abs(c.depth[i][v].max() - ref) <= 2e-3 * (s1[i].max() + s2[i].max()), i
+
+
 def test_cylinder_sphere_depth_is_the_exact_signed_distance():
     kind2, (p1, r1, s1), (p2, r2, s2), c, ref = get_sampled("sphere")
     for i in range(N):

@@ -468,3 +468,36 @@ def test_convex_and_cylinder_trimesh_run_and_a_box_hull_is_the_box(x64):
     np.testing.assert_allclose(np.asarray(cb.depth), np.asarray(cc.depth), atol=1e-12)
     cy = jit(jax.vmap(tm.cylinder_trimesh))(geoms(cen, rot, np.tile([0.2, 0.3, 0], (n, 1))), g2, tris)
     assert np.asarray(cy.valid).sum() > 10 and np.all(np.isfinite(np.asarray(cy.pos)))
+
+
+def test_closed_box_mesh_beside_an_edge_is_the_box(x64):
+    """A ball and a box beside a face of a closed box mesh, near an adjacent
+    face's flat diagonal, get the depth of the box as a convex hull (exact
+    signed distance / SAT). Before: the ball took the adjacent face's normal
+    with depth r - s > r, the box hull fell back to the triangle normal when
+    an edge axis on a flat diagonal was refused (found by hypothesis)."""
+    from jaxode import hull as hull_lib
+    from jaxode.collision.types import Hull
+
+    size = np.array([0.8, 0.6, 0.5])
+    v, t = box_mesh(size)
+    data = mesh_lib.build_mesh(v, t)
+    hull = Hull(**{k: jnp.asarray(x[0]) for k, x in hull_lib.pad_hulls([hull_lib.build_hull(v)]).items()})
+    corners = data.verts[data.tris]
+    tris = tm.Triangles(a=jnp.asarray(corners[:, 0]), b=jnp.asarray(corners[:, 1]),
+                        c=jnp.asarray(corners[:, 2]), normal=jnp.asarray(data.normals),
+                        edge_kind=jnp.asarray(data.edge_kind), corner_kind=jnp.asarray(data.corner_kind),
+                        valid=jnp.ones(len(data.tris), bool))
+    mesh_g = geoms(np.zeros(3), np.eye(3), np.zeros(3))
+    ball = geoms([0.5513, 0.2675, 0.0], np.eye(3), [0.3, 0, 0])
+    a = jit(tm.sphere_trimesh)(ball, mesh_g, tris)
+    b = jit(cv.sphere_convex)(ball, mesh_g, hull)
+    ball_depths = np.max(np.where(a.valid, a.depth, -1)), b.depth[0]
+    r = Rotation.from_rotvec([-2.0238042, 0.5059511, 1.0119021]).as_matrix()
+    for p in ([-0.414, 0.24, 0.252], [0.55, 0.1, 0.2]):
+        bx = geoms(p, r, [0.4, 0.3, 0.2])
+        a = jit(tm.box_trimesh)(bx, mesh_g, tris)
+        b = jit(cv.box_convex)(bx, mesh_g, hull)
+        np.testing.assert_allclose(np.max(np.where(a.valid, a.depth, -1)),
+                                   np.max(np.where(b.valid, b.depth, -1)), atol=1e-9)
+    np.testing.assert_allclose(*ball_depths, atol=1e-9)

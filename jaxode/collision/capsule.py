@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
-from .sphere import _pack, sphere_box_core, sphere_sphere_core
+from .sphere import _pack, _safe_norm_dir, sphere_box_core, sphere_sphere_core
 from .types import Contact, GeomWorld
 
 CAPSULE_PLANE_NCON = 2
@@ -52,10 +52,18 @@ def capsule_plane(g1: GeomWorld, g2: GeomWorld) -> Contact:
 
 
 def capsule_sphere(g1: GeomWorld, g2: GeomWorld) -> Contact:
-    """Capsule (g1) vs sphere (g2). 1 slot."""
+    """Capsule (g1) vs sphere (g2). 1 slot.
+
+    ODE's dCollideCapsuleSphere: the sphere against the ball of radius r at
+    the segment point closest to its centre. One departure: with the centre
+    ON the segment (closer than 1e-6 m), ODE's dCollideSpheres gives the
+    normal (1, 0, 0), which does not separate the pair when the segment runs
+    along x; we use the capsule's local x axis ``rot[:, 0]`` (perpendicular
+    to the segment, turning with the capsule), with ODE's depth r1 + r2, so
+    that pushing the capsule by the depth along the normal separates them."""
     c, a, h, r = _seg(g1)
     p = _closest_on_seg(g2.pos, c, a, h)
-    pp, n, d, v = sphere_sphere_core(p, r, g2.pos, g2.size[0])
+    pp, n, d, v = sphere_sphere_core(p, r, g2.pos, g2.size[0], fallback=g1.rot[:, 0])
     return _pack([pp], [n], [d], [v])
 
 
@@ -79,7 +87,10 @@ def capsule_capsule(g1: GeomWorld, g2: GeomWorld) -> Contact:
 
     (Nearly) parallel axes with overlapping projections: 2 contacts at the ends
     of the overlap interval (falls back to one at its middle when one of those
-    misses), else 1 contact between the closest segment points.
+    misses), else 1 contact between the closest segment points. Where the
+    segments touch (closest points closer than 1e-6 m) the normal is
+    ``a1 x a2`` normalised (capsule 1's local x axis when parallel), with
+    depth r1 + r2, instead of ODE's (1, 0, 0), which need not separate.
     """
     c1, a1, h1, r1 = _seg(g1)
     c2, a2, h2, r2 = _seg(g2)
@@ -92,16 +103,20 @@ def capsule_capsule(g1: GeomWorld, g2: GeomWorld) -> Contact:
     hi = jnp.minimum(h1, k + ext)
     overlap = parallel & (lo <= hi)
 
+    # normal where the segments touch (coincident closest points): perpendicular
+    # to both axes (capsule 1's local x when parallel), not ODE's (1, 0, 0)
+    _, touch_n, _ = _safe_norm_dir(jnp.cross(a1, a2), g1.rot[:, 0])
+
     def pair_at(alpha):
         s1 = c1 + a1 * alpha
         s2 = _closest_on_seg(s1, c2, a2, h2)
-        return sphere_sphere_core(s1, r1, s2, r2)
+        return sphere_sphere_core(s1, r1, s2, r2, fallback=touch_n)
 
     clo, chi, cmid = pair_at(lo), pair_at(hi), pair_at(0.5 * (lo + hi))
     two = overlap & (lo < hi) & clo[3] & chi[3]
     # general case: closest points between the segments
     s1, s2 = _closest_seg_seg(c1 - a1 * h1, c1 + a1 * h1, c2 - a2 * h2, c2 + a2 * h2)
-    cgen = sphere_sphere_core(s1, r1, s2, r2)
+    cgen = sphere_sphere_core(s1, r1, s2, r2, fallback=touch_n)
 
     slot0 = [jnp.where(two, x, jnp.where(overlap, y, z)) for x, y, z in zip(clo, cmid, cgen)]
     slot1 = list(chi[:3]) + [two]

@@ -234,11 +234,16 @@ def _sat(overlap, axes, kinks):
     creases, rotations about every kink vector (which keep ``u . k``), by the
     current step; a successful iteration grows the step by ``_STEP_GROW``
     (at most ``_REFINE_STEP``), a failed one shrinks it by
-    ``_REFINE_SHRINK``. Returns (unit axis, overlap)."""
+    ``_REFINE_SHRINK``. ``kinks[0]`` must be a unit vector (it replaces
+    kinks of zero length). Returns (unit axis, overlap)."""
     u, ok = _normalize(axes)
     ov = jnp.where(ok, overlap(u), _BIG)
     _, idx = jax.lax.top_k(-ov, _NSTART)
-    k, _ = _normalize(kinks)
+    k, kok = _normalize(kinks)
+    # an undefined kink (the centre line of coincident centres) would make the
+    # rotations below shrink u, and a shorter u has a smaller "overlap":
+    # stand in the first kink (a cylinder's axis, always a unit vector)
+    k = jnp.where(kok[:, None], k, k[0])
     dt = axes.dtype
     sq = math.sqrt(0.5)
     pattern = jnp.asarray([[1, 0], [-1, 0], [0, 1], [0, -1], [sq, sq], [-sq, sq], [sq, -sq],

@@ -48,13 +48,16 @@ def _ex(dtype):
     return jnp.array([1.0, 0.0, 0.0], dtype=dtype)
 
 
-def sphere_sphere_core(c1, r1, c2, r2):
-    """ODE dCollideSpheres. Returns (pos, normal, depth, valid) for one contact."""
-    d, n, ok = _safe_norm_dir(c1 - c2, _ex(c1.dtype))
+def sphere_sphere_core(c1, r1, c2, r2, fallback=None):
+    """ODE dCollideSpheres. Returns (pos, normal, depth, valid) for one contact.
+
+    ``fallback``: the unit normal used when the centres coincide (closer than
+    1e-6 m); ODE's (1, 0, 0) when None."""
+    d, n, ok = _safe_norm_dir(c1 - c2, _ex(c1.dtype) if fallback is None else fallback)
     depth = r1 + r2 - d
     valid = d <= r1 + r2
     # ODE: pos = p1 + n * 0.5*(r2 - r1 - d) (midpoint of the two surface points);
-    # for coincident centres pos = p1, normal = (1,0,0), depth = r1 + r2.
+    # for coincident centres pos = p1, normal = fallback, depth = r1 + r2.
     pos = jnp.where(ok, c1 + n * (0.5 * (r2 - r1 - d)), c1)
     return pos, n, depth, valid
 

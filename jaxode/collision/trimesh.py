@@ -38,16 +38,18 @@ Internal edges. The normal of a contact on an edge or corner of the triangle
 depends on that feature's kind (``jaxode.trimesh``): FLAT (shared with a
 coplanar neighbour) uses the face normal and the depth along it, exactly the
 neighbour's face contact, so nothing catches on the seams of a flat mesh
-(balls: only while the centre projects onto the seam; beyond it the
-neighbour holds a closer point, e.g. its convex edge at a box mesh's ridge,
-and the flat feature's contact is dropped); CONCAVE drops the contact (the
+(for balls only while the centre projects onto the triangle, within 1e-4
+r: beyond a flat edge the coplanar neighbour owns the contact, e.g. its
+convex edge at a box mesh's ridge); CONCAVE drops the contact (the
 neighbour's face is at least as close); CONVEX (a ridge or the mesh's
 boundary) keeps its own normal. For hulls the feature is the triangle's part
 that touches along the chosen axis; a non-convex one falls back to the
 triangle-normal face case. The cross axes of a flat or concave edge (the
 triangle's split from its neighbour, not a feature of the surface) only
-prove separation: they never become the contact axis (taken, they made the
-fallback report a hull past a box mesh's ridge as deep under the face).
+prove separation: they never become the contact axis, so the hull's face
+axis (when its touching feature is allowed), else the triangle normal, takes
+over (taken, they made a hull past a box mesh's ridge as deep as under the
+face).
 
 Reduction. All per-triangle contacts are reduced to the pair's slots: the
 deepest first, then greedily the one farthest (in position, and in normal
@@ -79,6 +81,7 @@ _BIG = 1e30
 _BARY_TOL = 1e-6  # a barycentric coordinate below this puts a point on an edge
 _FEATURE_REL = 1e-4  # triangle vertices this close (times the sizes) along an axis touch together
 _PARALLEL2 = 1e-12
+_FLAT_LAT_REL = 1e-4  # a face contact needs the centre's projection this close (times r)
 _DUP_REL = 1e-3  # contacts closer than this times the geom radius (and same normal) merge
 _CONCAVE, _FLAT, _CONVEX = 0, 1, 2
 
@@ -209,12 +212,14 @@ def ball_triangles(tris: Triangles, centre, r):
     normal = jnp.where(convex[:, None], n_true, n)
     depth = jnp.where(convex, r - dist, r - s)
     touches = dist <= r  # the ball reaches this triangle
-    # a flat edge or corner is the neighbour's face only where the centre's
-    # projection is on the seam; beyond it the coplanar neighbour holds a
-    # closer point (its face, or its own convex edge): leave it to that one
-    off_seam = d2 - s * s > (_DUP_REL * r) ** 2
-    valid = (tris.valid & (kind != _CONCAVE) & touches & (depth >= 0)
-             & jnp.where(convex, s > 0, s >= -r) & ~((kind == _FLAT) & (nz > 0) & off_seam))
+    # a face contact (flat feature) only where the centre projects onto the
+    # triangle: across a flat edge the coplanar neighbour owns it, and a centre
+    # projecting beyond the flat region (a ball beside a box mesh, behind this
+    # face's plane) must not get this face's normal and depth r - s > r
+    lateral = jnp.sqrt(jnp.sum((centre - s[:, None] * n - q) ** 2, -1))
+    face_ok = convex | (lateral <= _FLAT_LAT_REL * r)
+    valid = (tris.valid & (kind != _CONCAVE) & touches & (depth >= 0) & face_ok
+             & jnp.where(convex, s > 0, s >= -r))
     return q, normal, depth, valid
 
 
@@ -326,7 +331,6 @@ def hull_triangle(h: PlacedHull, v, n, edge_kind, corner_kind, valid):
     tol = _FEATURE_REL * scale
     hf_ok = _allowed(-h.normals[bf], v, edge_kind, corner_kind, tol)
     use_hf = use_hf & ~use_edge & hf_ok
-    use_edge = use_edge & (edge_kind[ie] == _CONVEX)
     # triangle as the reference face (also the fallback for non-convex features)
     p_t, d_t, ok_t = _face_manifold(t, 0, h)
     # the hull's face as the reference, the triangle clipped against it
