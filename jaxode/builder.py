@@ -294,7 +294,8 @@ class WorldBuilder:
 
     def add_convex(self, points, body: Optional[int] = None, pos=(0.0, 0.0, 0.0),
                    quat=(1.0, 0.0, 0.0, 0.0), surface: Optional[Surface] = None,
-                   category_bits: int = 0xFFFFFFFF, collide_bits: int = 0xFFFFFFFF) -> int:
+                   category_bits: int = 0xFFFFFFFF, collide_bits: int = 0xFFFFFFFF,
+                   planes=None, polygons=None) -> int:
         """Convex polyhedron: the convex hull of ``points`` (N, 3) [m] in the geom
         frame (ODE's dCreateConvex builds it from planes and polygons; here the
         hull is computed: coplanar triangles merge into polygon faces, interior
@@ -304,8 +305,19 @@ class WorldBuilder:
         whose centre of mass is in general not the geom origin: translate the
         mass by ``-com`` and give the geom ``pos=-com`` (body at the centre of
         mass). Collides with every other geom type (cylinders as 16-gon prisms;
-        see docs/COLLISION.md); ``raycast`` sees it."""
+        see docs/COLLISION.md); ``raycast`` sees it.
+
+        ODE's form: ``add_convex(points, planes=planes, polygons=polygons)``
+        takes dCreateConvex's arguments as they are (planes (F, 4) ``(nx, ny,
+        nz, d)`` with outward normals, the flat polygon index list ``[k, i_1 ..
+        i_k, ...]``), checks that they describe one closed convex polyhedron
+        (``jaxode.hull.from_ode``) and builds the same hull."""
         where = f"geom {len(self.geoms)} (convex)"
+        if (planes is None) != (polygons is None):
+            raise ValueError(f"{where}: planes and polygons come together (ODE's dCreateConvex "
+                             f"form), or neither (points only)")
+        if planes is not None:
+            points = hull_lib.from_ode(planes, points, polygons, where)
         data = hull_lib.build_hull(points, f"{where}: points")
         i = self._add_geom(ct.CONVEX, np.array([len(self.hulls), data.radius, 0.0]), body, pos,
                            quat, surface, category_bits, collide_bits)

@@ -227,3 +227,92 @@ def pad_hulls(hulls: list) -> dict:
         out["nface"].append(len(h.faces))
     ints = {"faces", "face_size", "edges", "edge_faces", "tris", "nvert", "nface"}
     return {k: np.array(v, dtype=np.int32 if k in ints else np.float64) for k, v in out.items()}
+
+
+_ODE_PLANE_REL = 1e-6  # a point this close (relative to the size) to a plane lies on it
+
+
+def from_ode(planes, points, polygons, where: str = "convex") -> np.ndarray:
+    """The vertices (V, 3) [m] of a polyhedron given as ODE's dCreateConvex takes it.
+
+    planes: F planes ``(nx, ny, nz, d)``, the face is ``n . x = d`` with n
+    pointing out of the solid (n need not be unit: it is normalised with d);
+    points (V, 3) [m]; polygons: ODE's flat index list ``[k, i_1 .. i_k, k,
+    ...]``, one polygon per plane, in the planes' order (k >= 3 indices into
+    points). All in the geom frame. Checked, with errors naming ``where``
+    and the field: shapes and finiteness, the index list (one polygon per
+    plane, indices in range, nothing left over), every polygon's vertices on
+    its plane, every point on the inner side of every plane (outward normals,
+    a convex solid), every polygon edge shared by exactly two polygons (a
+    closed surface), and the convex hull of the points having exactly these
+    faces. Pass the result to ``WorldBuilder.add_convex`` (or use its
+    ``planes``/``polygons`` arguments, which call this).
+    """
+    try:
+        pl = np.asarray(planes, dtype=np.float64)
+        p = np.asarray(points, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"{where}: planes and points must be arrays of numbers") from None
+    if pl.ndim != 2 or pl.shape[1] != 4 or len(pl) < 4:
+        raise ValueError(f"{where}: planes must be an (F, 4) array (nx, ny, nz, d) with F >= 4 "
+                         f"(got shape {pl.shape})")
+    if p.ndim != 2 or p.shape[1] != 3 or len(p) < 4:
+        raise ValueError(f"{where}: points must be a (V, 3) array with V >= 4 (got shape {p.shape})")
+    if not (np.all(np.isfinite(pl)) and np.all(np.isfinite(p))):
+        raise ValueError(f"{where}: planes and points must be finite, no NaN or inf")
+    norm = np.linalg.norm(pl[:, :3], axis=1)
+    if np.any(norm <= 0):
+        raise ValueError(f"{where}: planes[{int(np.argmin(norm))}] has a zero normal")
+    n, d = pl[:, :3] / norm[:, None], pl[:, 3] / norm
+    flat = np.asarray(polygons).reshape(-1)
+    if not np.issubdtype(flat.dtype, np.integer):
+        raise ValueError(f"{where}: polygons must be ODE's flat integer list [k, i_1 .. i_k, ...]")
+    loops, at = [], 0
+    for f in range(len(pl)):
+        if at >= len(flat):
+            raise ValueError(f"{where}: polygons holds {f} polygons, planes {len(pl)}: one "
+                             f"polygon per plane")
+        k = int(flat[at])
+        loop = flat[at + 1:at + 1 + k]
+        if k < 3 or len(loop) < k:
+            raise ValueError(f"{where}: polygons: polygon {f} has count {k}; each polygon is "
+                             f"k >= 3 followed by k point indices")
+        if np.any(loop < 0) or np.any(loop >= len(p)):
+            raise ValueError(f"{where}: polygons: polygon {f} indexes outside points "
+                             f"[0, {len(p)})")
+        loops.append(loop.astype(np.int64))
+        at += 1 + k
+    if at != len(flat):
+        raise ValueError(f"{where}: polygons has {len(flat) - at} entries after the {len(pl)} "
+                         f"polygons of the {len(pl)} planes")
+    size = float(np.max(np.ptp(p, axis=0)))
+    tol = _ODE_PLANE_REL * max(size, 1e-300)
+    for f, loop in enumerate(loops):
+        off = np.abs(p[loop] @ n[f] - d[f]).max()
+        if off > tol:
+            raise ValueError(f"{where}: polygon {f}'s points lie up to {off:.3g} m off planes[{f}] "
+                             f"(n . x = d)")
+    out = p @ n.T - d  # (V, F): > 0 outside
+    if out.max() > tol:
+        v, f = np.unravel_index(np.argmax(out), out.shape)
+        raise ValueError(f"{where}: points[{v}] is {out[v, f]:.3g} m outside planes[{f}]: plane "
+                         f"normals must point out of a convex solid")
+    edges = {}
+    for loop in loops:
+        for a, b in zip(loop, np.roll(loop, -1)):
+            key = (min(a, b), max(a, b))
+            edges[key] = edges.get(key, 0) + 1
+    bad = [e for e, c in edges.items() if c != 2]
+    if bad:
+        raise ValueError(f"{where}: polygons do not close a surface: edge {bad[0]} belongs to "
+                         f"{edges[bad[0]]} polygons (each edge must belong to exactly two)")
+    used = np.unique(np.concatenate(loops))
+    hull = build_hull(p[used], f"{where}: points")
+    for f in range(len(pl)):
+        match = (hull.normals @ n[f] > 1 - 1e-6) & (np.abs(hull.offsets - d[f]) <= tol)
+        if not np.any(match):
+            raise ValueError(f"{where}: planes[{f}] is no face of the points' convex hull")
+    if len(hull.normals) != len(pl):
+        raise ValueError(f"{where}: the points' convex hull has {len(hull.normals)} faces, "
+                         f"planes gives {len(pl)} (coplanar polygons must be one polygon)")
+    return p[used]
