@@ -131,7 +131,13 @@ def test_resting_box_penetration_matches_erp_cfm_theory():
         expected = cfm * (1.0 * G / 4) * H / erp
         depth = np.asarray(finals.contacts.depth[k])[np.asarray(finals.contacts.valid[k])]
         assert depth.shape == (4,)
-        np.testing.assert_allclose(depth, expected, rtol=0.03)
+        # The four contacts carry m g together: their mean depth is the theory's
+        # (2 %). Each one within 3 % plus 8 float32 steps of the box's height
+        # (ulp(0.1 m) = 7.5e-9 m, 0.6 % of this depth): the solver's rounding
+        # tilts the box by a few ulps, shifting depth between the contacts.
+        assert np.mean(depth) == pytest.approx(expected, rel=0.02)
+        np.testing.assert_allclose(depth, expected, rtol=0.03,
+                                   atol=8 * float(np.spacing(np.float32(0.1))))
 
 
 # ------------------------------------------------------ angular momentum
