@@ -35,6 +35,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from test_collision_properties import _deepest
+
 from jaxode import hull as hull_lib
 from jaxode import math as jm
 from jaxode import trimesh as mesh_lib
@@ -54,12 +56,6 @@ SAT_REL = 1e-4  # documented bound of the cylinder SAT pairs (docs/COLLISION.md)
 def _x64():
     with jax.enable_x64(True):
         yield
-
-
-def _deepest(c):
-    d = jnp.where(c.valid, c.depth, -jnp.inf)
-    k = jnp.argmax(d)
-    return jnp.where(jnp.any(c.valid), c.depth[k], 0.0), c.normal[k], jnp.any(c.valid)
 
 
 def _sane(c):

@@ -23,6 +23,7 @@ import pytest
 from scipy.optimize import minimize
 from scipy.spatial import ConvexHull
 from scipy.spatial.transform import Rotation
+from truths import box_mesh
 
 import jaxode
 from jaxode import kinematics
@@ -59,19 +60,6 @@ def grid_mesh(n, length, z=0.0):
             a, b = i * (n + 1) + j, (i + 1) * (n + 1) + j
             t += [(a, b, b + 1), (a, b + 1, a + 1)]
     return v, np.array(t)
-
-
-def box_mesh(size):
-    """The 12-triangle closed surface of a centred box, outward winding."""
-    s = np.array([-0.5, 0.5])
-    v = np.array(np.meshgrid(s, s, s, indexing="ij")).reshape(3, -1).T * size
-    h = ConvexHull(v)
-    t = np.array(h.simplices)
-    for k in range(len(t)):
-        a, b, c = v[t[k]]
-        if np.cross(b - a, c - a) @ h.equations[k, :3] < 0:
-            t[k, [1, 2]] = t[k, [2, 1]]
-    return v, t
 
 
 def one_triangle(v):

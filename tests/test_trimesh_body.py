@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 from scipy.spatial import ConvexHull
 from scipy.spatial.transform import Rotation
-from truths import slide_recursion
+from truths import box_mesh, slide_recursion
 
 import jaxode
 from jaxode import kinematics
@@ -38,19 +38,6 @@ SIZE = np.array([0.5, 0.4, 0.3])
 
 def jit(f):
     return jax.jit(f, compiler_options=_OPTS)
-
-
-def box_mesh(size):
-    """The 12-triangle closed surface of a centred box, outward winding."""
-    s = np.array([-0.5, 0.5])
-    v = np.array(np.meshgrid(s, s, s, indexing="ij")).reshape(3, -1).T * size
-    h = ConvexHull(v)
-    t = np.array(h.simplices)
-    for k in range(len(t)):
-        a, b, c = v[t[k]]
-        if np.cross(b - a, c - a) @ h.equations[k, :3] < 0:
-            t[k, [1, 2]] = t[k, [2, 1]]
-    return v, t
 
 
 def quat_of(rot):

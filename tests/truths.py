@@ -1,6 +1,8 @@
 """Closed-form references shared by several test modules (independent of jaxode)."""
 from __future__ import annotations
 
+import numpy as np
+
 G = 9.81
 
 
@@ -13,3 +15,19 @@ def slide_recursion(v0: float, mu: float, h: float, n: int, g: float = G) -> flo
         v = max(v - mu * g * h, 0.0)
         x += h * v
     return x
+
+
+def box_mesh(size):
+    """The 12-triangle closed surface of a centred box of ``size`` [m]: vertices
+    (8, 3) and triangles (12, 3), counter-clockwise seen from outside."""
+    from scipy.spatial import ConvexHull
+
+    s = np.array([-0.5, 0.5])
+    v = np.array(np.meshgrid(s, s, s, indexing="ij")).reshape(3, -1).T * size
+    h = ConvexHull(v)
+    t = np.array(h.simplices)
+    for k in range(len(t)):
+        a, b, c = v[t[k]]
+        if np.cross(b - a, c - a) @ h.equations[k, :3] < 0:
+            t[k, [1, 2]] = t[k, [2, 1]]
+    return v, t
