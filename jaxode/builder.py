@@ -23,7 +23,7 @@ from jaxode.surface import Surface
 from jaxode import materials as mat_lib
 from jaxode.types import FRICTION_MODELS, Model, PairGroup, Params
 from jaxode import joints as jt
-from jaxode import narrowphase
+from jaxode import narrowphase, pipeline
 
 
 def _vec(name: str, value, n: int) -> np.ndarray:
@@ -114,7 +114,7 @@ class WorldBuilder:
     ``iterations`` and ``sor``.
     """
 
-    SOLVERS = ("pgs", "colored")
+    SOLVERS = tuple(pipeline.SOLVERS)
 
     def __init__(self, gravity: Sequence[float] = (0.0, 0.0, 0.0), erp: float = 0.2,
                  cfm: Optional[float] = None, iterations: int = 20, sor: float = 1.3,
@@ -317,8 +317,9 @@ class WorldBuilder:
             raise ValueError(f"{where}: planes and polygons come together (ODE's dCreateConvex "
                              f"form), or neither (points only)")
         if planes is not None:
-            points = hull_lib.from_ode(planes, points, polygons, where)
-        data = hull_lib.build_hull(points, f"{where}: points")
+            data = hull_lib.from_ode(planes, points, polygons, where)
+        else:
+            data = hull_lib.build_hull(points, f"{where}: points")
         i = self._add_geom(ct.CONVEX, np.array([len(self.hulls), data.radius, 0.0]), body, pos,
                            quat, surface, category_bits, collide_bits)
         self.hulls.append((i, data))

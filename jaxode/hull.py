@@ -232,8 +232,8 @@ def pad_hulls(hulls: list) -> dict:
 _ODE_PLANE_REL = 1e-6  # a point this close (relative to the size) to a plane lies on it
 
 
-def from_ode(planes, points, polygons, where: str = "convex") -> np.ndarray:
-    """The vertices (V, 3) [m] of a polyhedron given as ODE's dCreateConvex takes it.
+def from_ode(planes, points, polygons, where: str = "convex") -> HullData:
+    """The hull tables of a polyhedron given as ODE's dCreateConvex takes it.
 
     planes: F planes ``(nx, ny, nz, d)``, the face is ``n . x = d`` with n
     pointing out of the solid (n need not be unit: it is normalised with d);
@@ -245,8 +245,8 @@ def from_ode(planes, points, polygons, where: str = "convex") -> np.ndarray:
     its plane, every point on the inner side of every plane (outward normals,
     a convex solid), every polygon edge shared by exactly two polygons (a
     closed surface), and the convex hull of the points having exactly these
-    faces. Pass the result to ``WorldBuilder.add_convex`` (or use its
-    ``planes``/``polygons`` arguments, which call this).
+    faces; that hull is returned (``WorldBuilder.add_convex(points,
+    planes=, polygons=)`` calls this).
     """
     try:
         pl = np.asarray(planes, dtype=np.float64)
@@ -315,4 +315,4 @@ def from_ode(planes, points, polygons, where: str = "convex") -> np.ndarray:
     if len(hull.normals) != len(pl):
         raise ValueError(f"{where}: the points' convex hull has {len(hull.normals)} faces, "
                          f"planes gives {len(pl)} (coplanar polygons must be one polygon)")
-    return p[used]
+    return hull

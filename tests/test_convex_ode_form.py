@@ -35,13 +35,13 @@ TET_POLYGONS = [3, 0, 3, 2, 3, 0, 1, 3, 3, 0, 2, 1, 3, 1, 2, 3]
 
 
 def test_cube_and_tetrahedron_give_their_faces_and_volumes():
-    cube = hull_lib.build_hull(hull_lib.from_ode(CUBE_PLANES, CUBE_POINTS, CUBE_POLYGONS))
+    cube = hull_lib.from_ode(CUBE_PLANES, CUBE_POINTS, CUBE_POLYGONS)
     assert cube.volume == pytest.approx((2 * S) ** 3, rel=1e-12)
     assert len(cube.faces) == 6 and all(len(f) == 4 for f in cube.faces)
     want = {tuple(np.array(p[:3], float)) for p in CUBE_PLANES}
     assert {tuple(np.round(n, 12) + 0.0) for n in cube.normals} == want
     np.testing.assert_allclose(cube.offsets, S, atol=1e-12)
-    tet = hull_lib.build_hull(hull_lib.from_ode(TET_PLANES, TET_POINTS, TET_POLYGONS))
+    tet = hull_lib.from_ode(TET_PLANES, TET_POINTS, TET_POLYGONS)
     assert tet.volume == pytest.approx(A ** 3 / 6, rel=1e-12)
     slanted = tet.normals[np.argmax(tet.normals.sum(1))]
     np.testing.assert_allclose(slanted, np.ones(3) / np.sqrt(3), atol=1e-12)
