@@ -13,6 +13,9 @@ from jaxode.constraint import Rows
 from jaxode import math as jm
 from jaxode.types import Model, Params, State
 
+# Model.solver -> the row solver (both take the same arguments; see each module).
+SOLVERS = {"pgs": solver.solve_pgs, "colored": solver_colored.solve_colored}
+
 
 def _pad(x: jax.Array) -> jax.Array:
     return jnp.concatenate([x, jnp.zeros((1,) + x.shape[1:], x.dtype)], axis=0)
@@ -100,7 +103,9 @@ def physics_step(model: Model, state: State, params: Params, dt: jax.Array) -> S
     acc_lin = inv_mass[:, None] * facc
     acc_ang = jnp.einsum("nij,nj->ni", inv_inertia_w, tacc)
     rhs_body = _pad(-jnp.concatenate([state.vel / h + acc_lin, state.angvel / h + acc_ang], axis=-1))
-    solve = solver_colored.solve_colored if model.solver == "colored" else solver.solve_pgs
+    if model.solver not in SOLVERS:
+        raise ValueError(f"model.solver must be one of {tuple(SOLVERS)} (got {model.solver!r})")
+    solve = SOLVERS[model.solver]
     lam_n, lam_f, fc = solve(head, tail, inv_mass_p, inv_inertia_p, rhs_body, h,
                              jnp.asarray(p.sor, dtype), model.iterations,
                              block=5 if model.angular_friction else 2,

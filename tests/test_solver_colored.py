@@ -222,9 +222,14 @@ def test_converged_solution_solves_the_mixed_lcp(x64):
     assert np.any(lam_h > 1e-6) and np.any(np.abs(lam_t) > 1e-6)
 
 
-def test_builder_refuses_unknown_solver():
+def test_unknown_solver_is_refused_by_builder_and_step():
     with pytest.raises(ValueError, match="solver must be one of"):
         jaxode.WorldBuilder(solver="jacobi")
+    b = jaxode.WorldBuilder()
+    b.add_body()
+    model = b.build()
+    with pytest.raises(ValueError, match="model.solver must be one of"):
+        jaxode.step(model.replace(solver="jacobi"), jaxode.init(model), 0.01)
 
 
 # ------------------------------------------------------------------ scenes (float32)
