@@ -112,7 +112,7 @@ def _solve(head: Rows, tail: Rows, inv_mass, inv_inertia, rhs_body, h, sor, iter
     dtype = rhs_body.dtype
     nb = inv_mass.shape[0]
     ndyn = nb - 1
-    nh, nt = head.body1.shape[0], tail.body1.shape[0]
+    nh, nt = head.body1.shape[0], tail.body1.shape[0]  # nh >= 1: contacts have normal rows
     nc = nt // block
     ph = _prepare(head, inv_mass, inv_inertia, rhs_body, h, sor)
     pt = _prepare(tail, inv_mass, inv_inertia, rhs_body, h, sor)
@@ -134,7 +134,7 @@ def _solve(head: Rows, tail: Rows, inv_mass, inv_inertia, rhs_body, h, sor, iter
                     colours)
         fidx = jnp.maximum(tail.findex, 0)
         # friction index into the sorted head rows
-        fidx_sorted = oh.inverse[fidx] if nh else fidx
+        fidx_sorted = oh.inverse[fidx]
         ts = [_pad_sorted(blocks(a), ot.order, wt)
               for a in (*pt, tail.findex >= 0, fidx_sorted, cone_rows)]
 
@@ -157,7 +157,7 @@ def _solve(head: Rows, tail: Rows, inv_mass, inv_inertia, rhs_body, h, sor, iter
             jax.lax.dynamic_slice_in_dim(a, ot.start[p], wt) for a in ts)
         live = (jnp.arange(wt) < ot.start[p + 1] - ot.start[p])
         lam_p = jax.lax.dynamic_slice_in_dim(lam, ot.start[p], wt)
-        lam_n = lam_h[fi] if nh else jnp.zeros_like(lam_p)
+        lam_n = lam_h[fi]
         new = []
         for k in range(block):
             lo_k, hi_k = friction_bounds(k, lo[:, k], hi[:, k], lam_n[:, k], pyr[:, k],
@@ -187,8 +187,7 @@ def _solve(head: Rows, tail: Rows, inv_mass, inv_inertia, rhs_body, h, sor, iter
 
     def sweep(_, carry):
         fc, lam_h, lam_t = carry
-        if nh:
-            fc, lam_h = _loop(oh.count, oh.max_count, head_phase, (fc, lam_h), static)
+        fc, lam_h = _loop(oh.count, oh.max_count, head_phase, (fc, lam_h), static)
         if nc:
             fc, lam_t = _loop(ot.count, ot.max_count, functools.partial(tail_phase, lam_h),
                               (fc, lam_t), static)
@@ -196,7 +195,7 @@ def _solve(head: Rows, tail: Rows, inv_mass, inv_inertia, rhs_body, h, sor, iter
 
     carry = (fc, jnp.zeros((nh + wh,), dtype), jnp.zeros((nc + wt, block), dtype))
     fc, lam_h, lam_t = jax.lax.fori_loop(0, iterations, sweep, carry)
-    lam_h = lam_h[:nh][oh.inverse] if nh else lam_h[:0]
+    lam_h = lam_h[:nh][oh.inverse]
     lam_t = lam_t[:nc][ot.inverse].reshape(-1) if nc else jnp.zeros((nt,), dtype)
     return lam_h, lam_t, fc
 

@@ -1,8 +1,8 @@
 """Host-side triangle mesh tables (numpy only; never imports JAX).
 
 ``build_mesh(vertices, triangles)`` validates a triangle mesh (geom frame,
-metres; the tables are fixed, the geom's pose may move with a body) and derives what the pair functions, the ray caster and
-``mass.trimesh`` need:
+metres; the tables are fixed, the geom's pose may move with a body) and
+derives what the pair functions, the ray caster and ``mass.trimesh`` need:
 
 - unit face normals from the winding (counter-clockwise seen from the side
   the normal points to: the outside of a solid, the top of terrain);
