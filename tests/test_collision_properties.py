@@ -2,9 +2,10 @@
 must satisfy, on configurations hypothesis draws (and shrinks when one fails).
 
 For every pair kind with an exact penetration depth, convex hulls included (a
-hexagonal prism through the general hull code), but not capsule-box (ODE's
-dCollideCapsuleBox reports the capsule radius once the segment is inside the
-box, which we keep):
+hexagonal prism through the general hull code), and capsule-box, whose depth
+is exact only while the capsule's segment stays outside the box (ODE's
+dCollideCapsuleBox reports about the radius once the segment enters it, which
+we keep), so its separation property is checked only there:
 - rigid-motion invariance: moving and turning both geoms together leaves the
   deepest depth unchanged (the normal may differ where the deepest direction
   is not unique, e.g. a sphere at a box's centre);
@@ -46,7 +47,11 @@ PAIRS = {
     "capsule-sphere": (capsule.capsule_sphere, (0.1, 0.4, 0), (0.2, 0, 0), False),
     "capsule-capsule": (capsule.capsule_capsule, (0.1, 0.4, 0), (0.15, 0.3, 0), False),
     "cylinder-sphere": (cylinder.cylinder_sphere, (0.2, 0.5, 0), (0.15, 0, 0), False),
+    "capsule-box": (capsule.capsule_box, (0.1, 0.4, 0), (0.4, 0.3, 0.2), False),
 }
+# pairs whose depth is the overlap only while geom 1's segment is outside the
+# box (geom 2): ODE's capsule-box
+SEGMENT_OUTSIDE_ONLY = {"capsule-box"}
 # a hexagonal prism (radius 0.25 m, height 0.3 m) through the convex code
 _HEX = np.array([[0.25 * np.cos(a), 0.25 * np.sin(a), z]
                  for a in np.arange(6) * np.pi / 3 for z in (-0.15, 0.15)])
@@ -124,6 +129,22 @@ quat = st.tuples(unit_float, unit_float, unit_float, unit_float).filter(
 offset = st.tuples(*[st.floats(-0.6, 0.6, allow_nan=False)] * 3)
 
 
+def _segment_meets_box(p, rot, length, bpos, brot, bsize):
+    """Whether the capsule's segment (centre p, axis rot[:, 2], length [m])
+    meets the box (Liang-Barsky clipping in the box frame)."""
+    o = brot.T @ (p - bpos)
+    d = brot.T @ rot[:, 2] * length
+    lo, hi, half = -0.5, 0.5, np.asarray(bsize) / 2
+    for k in range(3):
+        if abs(d[k]) < 1e-15:
+            if abs(o[k]) > half[k]:
+                return False
+            continue
+        t0, t1 = sorted(((-half[k] - o[k]) / d[k], (half[k] - o[k]) / d[k]))
+        lo, hi = max(lo, t0), min(hi, t1)
+    return lo <= hi
+
+
 @pytest.mark.parametrize("name", sorted(PAIRS))
 @SETTINGS
 @given(q1=quat, q2=quat, qm=quat, off=offset, t=offset)
@@ -139,6 +160,59 @@ def test_contact_properties(name, q1, q2, qm, off, t):
     out = jax.tree.map(np.asarray, _checks(name)(p1, r1, p2, r2, rm, np.asarray(t)))
     assert out["finite"] and out["unit"], out
     np.testing.assert_allclose(out["dm"], out["depth"], atol=1e-9)
-    if out["hit"] and out["depth"] > 1e-6:
+    exact = name not in SEGMENT_OUTSIDE_ONLY or not _segment_meets_box(
+        p1, r1, PAIRS[name][1][1], p2, r2, PAIRS[name][2])
+    if out["hit"] and out["depth"] > 1e-6 and exact:
         assert out["d_out"] <= 1e-5, (out["depth"], out["d_out"], out["normal"])
     np.testing.assert_allclose(out["swapped"], out["depth"], atol=1e-9)
+
+
+def _segment_box_distance(c, axis, length, bsize):
+    """Distance [m] from the segment (centre c, unit axis, length, box frame)
+    to the box (sizes bsize, centred at the origin) and the direction from
+    the box's closest point to the segment's: the squared distance is convex
+    along the segment, so ternary search finds its minimum."""
+    half = np.asarray(bsize) / 2
+
+    def f(u):
+        x = c + u * axis
+        return np.sum((x - np.clip(x, -half, half)) ** 2)
+
+    lo, hi = -length / 2, length / 2
+    for _ in range(200):
+        m1, m2 = lo + (hi - lo) / 3, hi - (hi - lo) / 3
+        lo, hi = (lo, m2) if f(m1) <= f(m2) else (m1, hi)
+    x = c + 0.5 * (lo + hi) * axis
+    v = x - np.clip(x, -half, half)
+    return np.linalg.norm(v), v / max(np.linalg.norm(v), 1e-300)
+
+
+@SETTINGS
+@given(q1=quat, q2=quat, face=st.integers(0, 5), uv=st.tuples(unit_float, unit_float),
+       gap=st.floats(0.0, 0.12))
+def test_capsule_box_depth_with_the_segment_outside(q1, q2, face, uv, gap):
+    """Capsule-box (ODE's dCollideCapsuleBox) with the segment outside the box
+    (beyond one face's plane by ``gap``): the deepest contact is r minus the
+    segment-box distance (numpy, ternary search), along the direction from the
+    box to the segment; no contact beyond r."""
+    r, length = PAIRS["capsule-box"][1][:2]
+    bsize = np.asarray(PAIRS["capsule-box"][2])
+    r1 = np.asarray(_rot(jnp.asarray(q1, jnp.float64)))
+    r2 = np.asarray(_rot(jnp.asarray(q2, jnp.float64)))
+    k, sign = face // 2, 1.0 if face % 2 else -1.0
+    n = np.eye(3)[k] * sign  # the face's outward normal, box frame
+    surf = n * bsize / 2
+    surf[[(k + 1) % 3, (k + 2) % 3]] = np.asarray(uv) * bsize[[(k + 1) % 3, (k + 2) % 3]] / 2
+    axis = r2.T @ r1[:, 2]  # capsule axis in the box frame
+    c = surf + n * (0.5 * length * abs(axis @ n) + gap + 1e-9)
+    p2 = np.array([0.3, -0.1, 0.2])
+    p1 = p2 + r2 @ c
+    dist, v = _segment_box_distance(c, axis, length, bsize)
+    out = jax.tree.map(np.asarray, _checks("capsule-box")(p1, r1, p2, r2, np.eye(3), np.zeros(3)))
+    assert out["finite"] and out["unit"], out
+    if dist > r + 1e-9:
+        assert not out["hit"] or out["depth"] <= 1e-9, (dist, out["depth"])
+    elif dist < r - 1e-9:
+        assert out["hit"]
+        np.testing.assert_allclose(out["depth"], r - dist, atol=1e-9)
+        np.testing.assert_allclose(out["normal"], r2 @ v, atol=1e-6)

@@ -19,6 +19,7 @@ CAPSULE_BOX_NCON = 2
 # ODE dCollideCapsuleCapsule: axes treated as parallel when 1 - (a1.a2)^2 < tol.
 _PARALLEL_TOL = 1e-5
 _DIV_EPS = 1e-12
+_MID_MARGIN = 1e-3  # relative depth (of r + length / 2) by which the middle must beat the ends
 
 
 def _safe_div(n, d):
@@ -128,8 +129,13 @@ def capsule_box(g1: GeomWorld, g2: GeomWorld) -> Contact:
 
     Sphere(r)-box contacts at both end points and at the segment point closest to
     the box (exact: zero of the piecewise-linear derivative of the squared
-    distance). Both end contacts are kept when both penetrate (deeper first);
-    otherwise the single deepest candidate.
+    distance). Both end contacts are kept when both penetrate (deeper first),
+    unless the middle is deeper than both by ``_MID_MARGIN (r + length / 2)``
+    (a capsule lying across a box's edge or a beam narrower than it): then the
+    middle and the deeper end; otherwise the single deepest candidate. ODE
+    keeps one contact (the closest points) while the segment is outside the
+    box; with the segment inside, ODE collides the capsule's bounding box,
+    jaxode the ball at the segment point (depth r + its depth in the box).
     """
     c, a, h, r = _seg(g1)
     bpos, brot, bsize = g2.pos, g2.rot, g2.size
@@ -168,6 +174,7 @@ def capsule_box(g1: GeomWorld, g2: GeomWorld) -> Contact:
     best_end = first
     use_mid = cm[2] > best_end[2]
     single = [jnp.where(use_mid, m, e) for m, e in zip(cm, best_end)]
-    slot0 = [jnp.where(both, f, s) for f, s in zip(first, single)]
-    slot1 = list(second[:3]) + [both]
+    mid = both & (cm[2] > first[2] + _MID_MARGIN * (r + h))
+    slot0 = [jnp.where(mid, m, jnp.where(both, f, s)) for m, f, s in zip(cm, first, single)]
+    slot1 = [jnp.where(mid, f, s) for f, s in zip(first, second)][:3] + [both]
     return _pack(*[[u, w] for u, w in zip(slot0, slot1)])

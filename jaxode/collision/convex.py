@@ -57,7 +57,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .box import _reduce
-from .capsule import _closest_seg_seg
+from .capsule import _MID_MARGIN, _closest_seg_seg
 from .heightfield import _points_contacts
 from .types import Contact, GeomWorld, Hull
 
@@ -76,7 +76,6 @@ _PARALLEL2 = 1e-12  # squared sine under which two edges are parallel (as box-bo
 _EDGE_REL = 1.05  # ODE's box-box: an edge axis must be 5 % shallower than the best face
 _EDGE_ABS = 1e-5  # ... plus this fraction of the two shapes' summed half extents
 _BISECT_ITERS = 40
-_MID_MARGIN = 1e-3  # capsule: relative depth by which the middle must beat the ends
 
 
 class PlacedHull(NamedTuple):

@@ -68,10 +68,6 @@ def sphere_box_core(c, r, bpos, brot, bsize):
     t = brot.T @ (c - bpos)  # centre in box frame
     q_loc = jnp.clip(t, -half, half)
     outside = jnp.any(jnp.abs(t) > half)
-    # --- outside: closest point q on the box surface
-    q = bpos + brot @ q_loc
-    d, n_out, _ = _safe_norm_dir(c - q, brot[:, 0])
-    depth_out = r - d
     # --- inside: push out along the axis of least penetration
     face = half - jnp.abs(t)
     i = jnp.argmin(face)
@@ -79,6 +75,12 @@ def sphere_box_core(c, r, bpos, brot, bsize):
     sgn = jnp.where(t > 0, 1.0, -1.0)
     n_in = brot @ jnp.where(onehot, sgn, 0.0).astype(c.dtype)
     depth_in = r + jnp.min(face)
+    # --- outside: closest point q on the box surface; a centre within
+    # sqrt(_EPS_SQ) of the surface takes the outward normal of the face it is
+    # farthest out of (the limit of c - q), not a fixed axis
+    q = bpos + brot @ q_loc
+    d, n_out, _ = _safe_norm_dir(c - q, n_in)
+    depth_out = r - d
     pos = jnp.where(outside, q, c)
     normal = jnp.where(outside, n_out, n_in)
     depth = jnp.where(outside, depth_out, depth_in)
