@@ -3,9 +3,10 @@ must satisfy, on configurations hypothesis draws (and shrinks when one fails).
 
 For every pair kind with an exact penetration depth, convex hulls included (a
 hexagonal prism through the general hull code), and capsule-box, whose depth
-is exact only while the capsule's segment stays outside the box (ODE's
-dCollideCapsuleBox reports about the radius once the segment enters it, which
-we keep), so its separation property is checked only there:
+is exact only while the capsule's segment stays outside the box (with the
+segment inside, ODE's dCollideCapsuleBox collides the capsule's bounding box
+and jaxode a ball at one segment point: neither is the overlap), so its
+separation property is checked only there:
 - rigid-motion invariance: moving and turning both geoms together leaves the
   deepest depth unchanged (the normal may differ where the deepest direction
   is not unique, e.g. a sphere at a box's centre);
