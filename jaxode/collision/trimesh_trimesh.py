@@ -1,0 +1,192 @@
+"""A triangle mesh on a body (geom 1, "A") against another mesh (geom 2,
+"B", static or on a body): ODE's dCollideTTL, by our own method.
+
+Both geoms' ``size`` is ``(mesh index, bounding radius, 0)``; both meshes'
+tables are in their geom frames and every step reads the world poses, as
+the other mesh pairs (``jaxode.collision.trimesh``).
+
+Candidates. The query box is the intersection of the two geoms' world
+AABBs; ``trimesh.gather`` takes the first ``K_B`` triangles of B overlapping
+it (B's window and K as for any geom against B) and the first ``K_A``
+triangles of A overlapping it grown by ``QUERY_MARGIN`` of A's radius (a
+triangle of A sunk below a flat B is outside B's flat box; K_A: A's
+triangle count, capped by A's ``max_candidates`` or
+``jaxode.trimesh.DEFAULT_MAX_CANDIDATES``). Triangles
+beyond either K are counted in ``State.overflow_contacts``. All K_A x K_B
+triangle pairs are tested (static shapes, no data-dependent loops).
+
+Per triangle pair. Two one-sided surfaces have no volume: two parallel
+triangles a millimetre apart never intersect, though the solids behind them
+overlap. Each triangle of A is therefore made solid: the prism under it,
+from the triangle down along -n_A to the plane through A's geom origin
+parallel to it (for a box mesh centred on its origin: down to the centre
+plane; at least ``_MIN_THICK`` of A's radius where the plane passes through
+or behind the origin, e.g. in a concave part). That prism is a hull against
+B's triangle as ``trimesh.hull_triangle`` tests a hull: SAT over B's normal
+(one-sided), the prism's faces and the edge pairs, then face clipping (B's
+triangle or a prism face as the reference) or one edge-edge contact. The
+normal points from B into A (ODE's convention), depth > 0 penetration.
+
+One-sidedness. B's triangle is one-sided on A's geom origin: the pair
+counts only while A's origin lies in front of B's triangle plane (as
+hull-trimesh uses the hull's centre; the prism's own centre would lie
+behind B's plane as soon as a box mesh's bottom face sinks into a floor).
+A's triangle is one-sided by construction (its solid side is the prism)
+and, further, meets only B triangles it faces (n_A . n_B < 0): a triangle
+turned away from B has no business touching it, its prism's back and sides
+are not A's surface.
+
+Internal edges, both meshes. B's: as hull-trimesh (the axes of B's flat or
+concave edges only prove separation; a prism face axis is used only where
+B's touching feature is convex). A's: the prism's back face and the side
+faces and edges standing on A's flat or concave edges are not A's surface,
+so their axes only prove separation too; a lateral prism edge is a feature
+only at a corner both of whose triangle edges are convex. So neither mesh's
+seams can make a contact normal: a box mesh sliding on a tiled floor sees
+a plane, from both sides of the seams.
+
+Reduction. The K_A x K_B x 7 candidate contacts are reduced to
+``TRIMESH_TRIMESH_NCON`` slots by ``trimesh.reduce_contacts`` (deepest
+first, then spread out; duplicates merged at 1e-3 of A's radius).
+
+Approximations: a triangle pair reports nothing once B's triangle is
+deeper than A's prism (past A's origin plane: as hull-trimesh, a body
+pushed through to its centre falls through); A's prisms stand in for A's
+solid, exact for convex A whose faces meet at angles of 90 degrees or more
+(boxes), otherwise their sides may stick out of A by up to their thickness
+times the cotangent of the sharpest dihedral angle, where only B's
+triangles that A's triangle faces can meet them; depth and normal are not
+swap symmetric in general (face-face poses are: the deepest depth is the
+same and the normal flips), since A's triangles are the prisms and B's the
+one-sided surfaces.
+"""
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .capsule import _closest_seg_seg
+from .convex import _EDGE_ABS, _EDGE_REL, PlacedHull, _face_manifold
+from .trimesh import (_BIG, _CONVEX, _FEATURE_REL, Triangles, _allowed, _triangle_hull,
+                      reduce_contacts, triangle_sat)
+from .types import Contact, GeomWorld, Hull
+
+TRIMESH_TRIMESH_NCON = 8
+#: A's triangles are gathered from the AABB intersection grown by this
+#: fraction of A's bounding radius: a triangle of A that has sunk below a
+#: flat B lies outside B's (flat) box, so the plain intersection would miss it.
+QUERY_MARGIN = 0.25
+_MIN_THICK = 0.05  # fraction of A's radius: the thinnest prism
+
+# prism over triangle (0, 1, 2) with its copy (3, 4, 5) shifted by -t n:
+# faces top (the triangle, normal n), back (-n), then the side on edge k
+# (corner k to k + 1); loops counter-clockwise seen from outside, padded by
+# repeating their first vertex
+_PRISM_FACES = np.array([[0, 1, 2, 0], [3, 5, 4, 3], [0, 3, 4, 1], [1, 4, 5, 2], [2, 5, 3, 0]])
+_PRISM_FACE_SIZE = np.array([3, 3, 4, 4, 4])
+# edges: top k (k, k + 1), back k, lateral at corner k; their two faces
+_PRISM_EDGES = np.array([[0, 1], [1, 2], [2, 0], [3, 4], [4, 5], [5, 3], [0, 3], [1, 4], [2, 5]])
+_PRISM_EDGE_FACES = np.array([[0, 2], [0, 3], [0, 4], [1, 2], [1, 3], [1, 4],
+                              [4, 2], [2, 3], [3, 4]])
+_PRISM_TRIS = np.array([[0, 1, 2], [3, 5, 4], [0, 3, 4], [0, 4, 1], [1, 4, 5], [1, 5, 2],
+                        [2, 5, 3], [2, 3, 0]])
+
+
+def triangle_prism(u, n, thick) -> PlacedHull:
+    """The prism under one triangle of A: corners u (3, 3) [m] (world,
+    counter-clockwise about the outward unit normal n (3,)) and their copies
+    ``thick`` [m] behind, along -n. Five faces (top, back, three sides),
+    nine edges (top, back, lateral), as a placed hull."""
+    verts = jnp.concatenate([u, u - thick * n])
+    side = jnp.cross(u[jnp.array([1, 2, 0])] - u, n)
+    side = side / jnp.linalg.norm(side, axis=-1, keepdims=True)
+    normals = jnp.concatenate([jnp.stack([n, -n]), side])
+    offsets = jnp.concatenate([jnp.stack([n @ u[0], -(n @ verts[3])]), jnp.sum(side * u, -1)])
+    centre = jnp.mean(verts, 0)
+    i = jnp.asarray
+    hull = Hull(verts=verts, normals=normals, offsets=offsets, faces=i(_PRISM_FACES),
+                face_size=i(_PRISM_FACE_SIZE), edges=i(_PRISM_EDGES),
+                edge_faces=i(_PRISM_EDGE_FACES), tris=i(_PRISM_TRIS), centre=centre,
+                nvert=i(6), nface=i(5))
+    extent = 0.5 * jnp.sum(jnp.max(verts, 0) - jnp.min(verts, 0))
+    return PlacedHull(verts=verts, normals=normals, offsets=offsets, centre=centre,
+                      extent=extent, hull=hull)
+
+
+def _prism_masks(edge_kind_a):
+    """Which of the prism's faces (5,) and edges (9,) are features of A's
+    surface, from A's triangle edge kinds (3,): the top face always, a side
+    face and a top edge where A's edge is convex, a lateral edge where both
+    triangle edges at its corner are convex; never the back."""
+    cvx = edge_kind_a == _CONVEX
+    faces = jnp.concatenate([jnp.array([True, False]), cvx])
+    lateral = cvx & cvx[jnp.array([2, 0, 1])]  # corner k: edges k and k - 1
+    edges = jnp.concatenate([cvx, jnp.zeros(3, bool), lateral])
+    return faces, edges
+
+
+def prism_triangle(p: PlacedHull, kind_a, n_a, v, n, edge_kind, corner_kind, valid, origin):
+    """A's prism p (kinds ``kind_a`` (3,) of its triangle's edges, outward
+    normal n_a) against B's triangle v (3, 3) (unit normal n, kinds (3,)):
+    SAT (``trimesh.triangle_sat``) with both meshes' internal-edge masks,
+    then face clipping or one edge contact; one-sided on A's origin (3,).
+    Returns (pos (7, 3), normal (7, 3) from B into A, depth (7,) [m],
+    valid (7,))."""
+    t = _triangle_hull(v, n)
+    scale = p.extent + t.extent
+    sep_t, sep_f_all, sep_e_all, u = triangle_sat(p, v, n)
+    separated = jnp.maximum(jnp.maximum(sep_t, jnp.max(sep_f_all)), jnp.max(sep_e_all)) > 0
+    face_a, edge_a = _prism_masks(kind_a)
+    sep_f = jnp.where(face_a, sep_f_all, -_BIG)
+    sep_e = jnp.where((edge_kind == _CONVEX)[:, None] & edge_a[None, :], sep_e_all, -_BIG)
+    bf = jnp.argmax(sep_f)
+    be = jnp.argmax(sep_e.reshape(-1))
+    ie, je = be // sep_e.shape[1], be % sep_e.shape[1]
+    edge_s = sep_e[ie, je]
+    abs_m = _EDGE_ABS * scale
+    use_pf = (-sep_f[bf] + abs_m) * _EDGE_REL < -sep_t
+    face_s = jnp.where(use_pf, sep_f[bf], sep_t)
+    use_edge = (-edge_s + abs_m) * _EDGE_REL < -face_s
+    pf_ok = _allowed(-p.normals[bf], v, edge_kind, corner_kind, _FEATURE_REL * scale)
+    use_pf = use_pf & ~use_edge & pf_ok
+    p_t, d_t, ok_t = _face_manifold(t, 0, p)  # B's triangle as the reference
+    p_p, d_p, ok_p = _face_manifold(p, bf, t)  # a prism face as the reference
+    e = p.hull.edges
+    qa, qb = _closest_seg_seg(v[ie], v[(ie + 1) % 3], p.verts[e[je, 0]], p.verts[e[je, 1]])
+    first = jnp.arange(p_t.shape[0]) == 0
+    p_e = jnp.where(first[:, None], 0.5 * (qa + qb), 0.0)
+    d_e = jnp.where(first, -edge_s, 0.0)
+    normal = jnp.where(use_edge, -u[ie, je], jnp.where(use_pf, -p.normals[bf], n))
+    pos = jnp.where(use_edge, p_e, jnp.where(use_pf, p_p, p_t))
+    depth = jnp.where(use_edge, d_e, jnp.where(use_pf, d_p, d_t))
+    ok = jnp.where(use_edge, first, jnp.where(use_pf, ok_p, ok_t))
+    front = n @ (origin - v[0]) >= 0
+    facing = n_a @ n < 0
+    ok = ok & valid & front & facing & ~separated
+    return pos, jnp.broadcast_to(normal, pos.shape), depth, ok
+
+
+def _corners(tris: Triangles):
+    return jnp.stack([tris.a, tris.b, tris.c], axis=1)
+
+
+def trimesh_trimesh(g1: GeomWorld, g2: GeomWorld, tris_a: Triangles, tris_b: Triangles) -> Contact:
+    """Mesh A (g1, on a body) vs mesh B (g2): every candidate triangle of A
+    (as its prism, see the module docstring) against every candidate
+    triangle of B, reduced to 8 slots; normals from B into A."""
+    radius = g1.size[1]
+    u = _corners(tris_a)  # (KA, 3, 3)
+    thick = jnp.maximum(jnp.sum(tris_a.normal * (tris_a.a - g1.pos), -1), _MIN_THICK * radius)
+    prisms = jax.vmap(triangle_prism)(u, tris_a.normal, thick)
+    v = _corners(tris_b)
+
+    def one_a(p, kind_a, n_a, valid_a):
+        def one_b(vb, nb, ek, ck, valid_b):
+            return prism_triangle(p, kind_a, n_a, vb, nb, ek, ck, valid_a & valid_b, g1.pos)
+        return jax.vmap(one_b)(v, tris_b.normal, tris_b.edge_kind, tris_b.corner_kind,
+                               tris_b.valid)
+
+    pos, n, depth, ok = jax.vmap(one_a)(prisms, tris_a.edge_kind, tris_a.normal, tris_a.valid)
+    return reduce_contacts(pos.reshape(-1, 3), n.reshape(-1, 3), depth.reshape(-1),
+                           ok.reshape(-1), TRIMESH_TRIMESH_NCON, radius)
