@@ -129,8 +129,8 @@ def _mesh_mesh_pairs(model: Model, grp, fn, idx, a, b, pvalid, ga, gb, lo, hi):
     (mesh b's around geom a as any mesh pair; mesh a's own with the box
     grown by ``trimesh_trimesh.QUERY_MARGIN`` of a's radius, within mesh b's
     bounding cube), then the pair function; idx the pairs' rows in the
-    group. Returns (contacts, triangles that did not fit, over the valid
-    pairs)."""
+    group. Returns (contacts, triangles and triangle pairs that did not
+    fit, over the valid pairs)."""
     def tables(g):
         return jax.tree.map(lambda x: x[model.geom_size[g, 0].astype(jnp.int32)],
                             model.trimeshes)
@@ -145,7 +145,8 @@ def _mesh_mesh_pairs(model: Model, grp, fn, idx, a, b, pvalid, ga, gb, lo, hi):
         m = trimesh_trimesh.QUERY_MARGIN * r1
         tris_a, ovf_a = trimesh.gather(ma, g1, g2.pos, l - m, h + m, r2 + m, grp.mesh_window1,
                                        grp.candidates1, cap1)
-        return fn(g1, g2, tris_a, tris_b), ovf_a + ovf_b
+        c, ovf_pairs = fn(g1, g2, tris_a, tris_b)
+        return c, ovf_a + ovf_b + ovf_pairs
 
     c, ovf = unless_none(pvalid, jax.vmap(one), ga, gb, mesh_a, mesh_b, qlo, qhi,
                          grp.candidate_cap1[idx], grp.candidate_cap[idx])

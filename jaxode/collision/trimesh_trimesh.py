@@ -12,8 +12,13 @@ triangles of A overlapping it grown by ``QUERY_MARGIN`` of A's radius (a
 triangle of A sunk below a flat B is outside B's flat box; K_A: A's
 triangle count, capped by A's ``max_candidates`` or
 ``jaxode.trimesh.DEFAULT_MAX_CANDIDATES``). Triangles
-beyond either K are counted in ``State.overflow_contacts``. All K_A x K_B
-triangle pairs are tested (static shapes, no data-dependent loops).
+beyond either K are counted in ``State.overflow_contacts``. Of the K_A x
+K_B triangle pairs, those that can touch (bounding boxes overlapping, A's
+grown by ``QUERY_MARGIN``; A's triangle facing B's; A's origin in front of
+B's triangle) are compacted and the first ``pair_budget(K_A, K_B)`` =
+min(K_A K_B, 2 (K_A + K_B)) of them are tested in full, the rest counted
+in ``State.overflow_contacts`` too (static shapes, no data-dependent
+loops).
 
 Per triangle pair. Two one-sided surfaces have no volume: two parallel
 triangles a millimetre apart never intersect, though the solids behind them
@@ -45,7 +50,7 @@ only at a corner both of whose triangle edges are convex. So neither mesh's
 seams can make a contact normal: a box mesh sliding on a tiled floor sees
 a plane, from both sides of the seams.
 
-Reduction. The K_A x K_B x 7 candidate contacts are reduced to
+Reduction. The budget's 7 candidate contacts per triangle pair are reduced to
 ``TRIMESH_TRIMESH_NCON`` slots by ``trimesh.reduce_contacts`` (deepest
 first, then spread out; duplicates merged at 1e-3 of A's radius).
 
@@ -104,7 +109,9 @@ def triangle_prism(u, n, thick) -> PlacedHull:
     normals = jnp.concatenate([jnp.stack([n, -n]), side])
     offsets = jnp.concatenate([jnp.stack([n @ u[0], -(n @ verts[3])]), jnp.sum(side * u, -1)])
     centre = jnp.mean(verts, 0)
-    i = jnp.asarray
+    def i(x):
+        return jnp.asarray(x, jnp.int32)
+
     hull = Hull(verts=verts, normals=normals, offsets=offsets, faces=i(_PRISM_FACES),
                 face_size=i(_PRISM_FACE_SIZE), edges=i(_PRISM_EDGES),
                 edge_faces=i(_PRISM_EDGE_FACES), tris=i(_PRISM_TRIS), centre=centre,
@@ -171,22 +178,49 @@ def _corners(tris: Triangles):
     return jnp.stack([tris.a, tris.b, tris.c], axis=1)
 
 
-def trimesh_trimesh(g1: GeomWorld, g2: GeomWorld, tris_a: Triangles, tris_b: Triangles) -> Contact:
-    """Mesh A (g1, on a body) vs mesh B (g2): every candidate triangle of A
-    (as its prism, see the module docstring) against every candidate
-    triangle of B, reduced to 8 slots; normals from B into A."""
+def pair_budget(k_a: int, k_b: int) -> int:
+    """Triangle pairs given the full test per mesh pair and step: each
+    candidate triangle meeting about two of the other mesh's (a face on a
+    face), at most all K_A x K_B."""
+    return min(k_a * k_b, 2 * (k_a + k_b))
+
+
+def _maybe(u, tris_a: Triangles, v, tris_b: Triangles, origin, margin):
+    """Which triangle pairs (K_A, K_B) can touch: bounding boxes overlapping
+    (A's grown by ``margin`` [m], the depth its prisms are looked for at),
+    A's triangle facing B's (n_A . n_B < 0), A's origin in front of B's."""
+    lo_a, hi_a = jnp.min(u, 1) - margin, jnp.max(u, 1) + margin
+    lo_b, hi_b = jnp.min(v, 1), jnp.max(v, 1)
+    overlap = jnp.all((lo_a[:, None] <= hi_b[None]) & (lo_b[None] <= hi_a[:, None]), -1)
+    facing = tris_a.normal @ tris_b.normal.T < 0
+    front = jnp.sum(tris_b.normal * (origin - tris_b.a), -1) >= 0
+    return overlap & facing & front[None] & tris_a.valid[:, None] & tris_b.valid[None]
+
+
+def trimesh_trimesh(g1: GeomWorld, g2: GeomWorld, tris_a: Triangles,
+                    tris_b: Triangles) -> tuple[Contact, jax.Array]:
+    """Mesh A (g1, on a body) vs mesh B (g2): the candidate triangle pairs
+    that can touch (``_maybe``), the first ``pair_budget`` of them tested in
+    full (A's triangle as its prism, see the module docstring), reduced to 8
+    slots; normals from B into A. Returns the contacts and the number of
+    possible triangle pairs beyond the budget (int32)."""
     radius = g1.size[1]
-    u = _corners(tris_a)  # (KA, 3, 3)
-    thick = jnp.maximum(jnp.sum(tris_a.normal * (tris_a.a - g1.pos), -1), _MIN_THICK * radius)
-    prisms = jax.vmap(triangle_prism)(u, tris_a.normal, thick)
-    v = _corners(tris_b)
+    u, v = _corners(tris_a), _corners(tris_b)
+    maybe = _maybe(u, tris_a, v, tris_b, g1.pos, QUERY_MARGIN * radius)
+    budget = pair_budget(u.shape[0], v.shape[0])
+    count = jnp.sum(maybe, dtype=jnp.int32)
+    ia, ib = jnp.nonzero(maybe, size=budget, fill_value=0)
+    live = jnp.arange(budget) < count
+    n_a = tris_a.normal[ia]
+    thick = jnp.maximum(jnp.sum(n_a * (u[ia, 0] - g1.pos), -1), _MIN_THICK * radius)
 
-    def one_a(p, kind_a, n_a, valid_a):
-        def one_b(vb, nb, ek, ck, valid_b):
-            return prism_triangle(p, kind_a, n_a, vb, nb, ek, ck, valid_a & valid_b, g1.pos)
-        return jax.vmap(one_b)(v, tris_b.normal, tris_b.edge_kind, tris_b.corner_kind,
-                               tris_b.valid)
+    def one(ua, na, t, kind_a, vb, nb, ek, ck, ok):
+        p = triangle_prism(ua, na, t)
+        return prism_triangle(p, kind_a, na, vb, nb, ek, ck, ok, g1.pos)
 
-    pos, n, depth, ok = jax.vmap(one_a)(prisms, tris_a.edge_kind, tris_a.normal, tris_a.valid)
-    return reduce_contacts(pos.reshape(-1, 3), n.reshape(-1, 3), depth.reshape(-1),
-                           ok.reshape(-1), TRIMESH_TRIMESH_NCON, radius)
+    pos, n, depth, ok = jax.vmap(one)(u[ia], n_a, thick, tris_a.edge_kind[ia], v[ib],
+                                      tris_b.normal[ib], tris_b.edge_kind[ib],
+                                      tris_b.corner_kind[ib], live)
+    c = reduce_contacts(pos.reshape(-1, 3), n.reshape(-1, 3), depth.reshape(-1),
+                        ok.reshape(-1), TRIMESH_TRIMESH_NCON, radius)
+    return c, jnp.maximum(count - budget, 0).astype(jnp.int32)
