@@ -245,14 +245,31 @@ def floor_mesh(n=8, half=2.0):
 
 
 STEPS = 200
+EDGE = 0.4  # [m] the regular tetrahedron's edge
+TETRA_AT = np.array([-1.2, 1.2, 0.3])
+STACK_AT = np.array([1.2, -1.0])
+
+
+def tetrahedron(edge):
+    """A regular tetrahedron of ``edge`` [m] centred on its centroid:
+    vertices (4, 3), triangles (4, 3) counter-clockwise seen from outside."""
+    v = np.array([[1, 1, 1], [1, -1, -1], [-1, 1, -1], [-1, -1, 1]], float) * edge / 8**0.5
+    t = np.array([[0, 1, 2], [0, 1, 3], [0, 2, 3], [1, 2, 3]])
+    outward = np.einsum("ij,ij->i", np.cross(v[t[:, 1]] - v[t[:, 0]], v[t[:, 2]] - v[t[:, 0]]),
+                        v[t].mean(1))
+    t[outward < 0] = t[outward < 0][:, ::-1]
+    return v, t
 
 
 @pytest.fixture(scope="module")
 def floor():
     """float32, 2 s at 100 Hz. On the static tiled floor mesh (z = 0): box
     mesh A resting at (0.1, 1.05), across the seams (body 0); box mesh A
-    thrown at 2 m/s along x with mu 0.2 (body 1). On a plane (its own
-    collide bits): a box geom of A's size (body 2), the reference."""
+    thrown at 2 m/s along x with mu 0.2 (body 1); at STACK_AT a box mesh
+    (body 3) with another on top (body 4, offset by (0.05, -0.05)); a
+    regular tetrahedron mesh dropped turned from 0.3 m at TETRA_AT (body 5).
+    On a plane (its own collide bits): a box geom of A's size (body 2), the
+    reference."""
     va, ta = box_mesh(SIZE_A)
     m = jaxode.mass.trimesh(va, ta, density=500.0)
     b = jaxode.WorldBuilder(gravity=(0.0, 0.0, -9.81))
@@ -264,7 +281,13 @@ def floor():
     ref = dict(category_bits=2, collide_bits=2)
     b.add_plane(**ref)
     b.add_box(SIZE_A, body=b.add_body(pos=(0.0, 5.0, 0.16), mass=m), **ref)
-    model = b.build(pair_capacity=2)  # the two meshes on the floor; they never meet
+    for z, dxy in ((0.16, (0.0, 0.0)), (0.47, (0.05, -0.05))):
+        b.add_trimesh(va, ta, body=b.add_body(pos=(*(STACK_AT + dxy), z), mass=m), **mine)
+    vt, tt = tetrahedron(EDGE)
+    turned = quat_of(Rotation.from_rotvec([0.3, 0.5, 0.1]).as_matrix())
+    b.add_trimesh(vt, tt, body=b.add_body(pos=TETRA_AT, quat=tuple(turned),
+                                          mass=jaxode.mass.trimesh(vt, tt, density=500.0)), **mine)
+    model = b.build(pair_capacity=5)  # the meshes on the floor, and the stack
     final, traj = jit(lambda s: jaxode.rollout(model, s, STEPS, 0.01))(jaxode.init(model))
     return model, final, traj
 
@@ -317,3 +340,33 @@ def test_box_mesh_slides_on_a_mesh_floor_as_coulomb(floor):
                                atol=0.01)
     assert np.abs(vel[5:, 1]).max() < 0.01
     np.testing.assert_allclose(pos[5:, 2], SIZE_A[2] / 2, atol=2e-3)
+
+
+def test_box_mesh_rests_on_a_box_mesh(floor):
+    """Both meshes on bodies: the top box rests one box height above the
+    bottom one (within the two soft-contact sinks), unmoved, not tilted."""
+    _, final, traj = floor
+    pos, quat = np.asarray(traj.pos), np.asarray(traj.quat)
+    np.testing.assert_allclose(pos[50:, 3, 2], SIZE_A[2] / 2, atol=2e-4)
+    np.testing.assert_allclose(pos[50:, 4, 2], 1.5 * SIZE_A[2], atol=2e-4)
+    np.testing.assert_allclose(pos[50:, 4, :2] - STACK_AT, np.broadcast_to(
+        [0.05, -0.05], (STEPS - 50, 2)), atol=5e-4)
+    assert tilt_of(quat[50:, 3:5]).max() < 1e-3
+    c = jax.tree.map(np.asarray, final.contacts)
+    both = c.valid & (c.geom1 == 5) & (c.geom2 == 6)  # geom 1 the lower index
+    assert both.sum() == 8
+    np.testing.assert_allclose(c.normal[both], np.broadcast_to([0, 0, -1], (8, 3)), atol=1e-3)
+
+
+def test_tetrahedron_mesh_lands_face_down_at_its_inradius(floor):
+    """Dropped turned, it tumbles onto a face (a regular tetrahedron has no
+    other stable rest) and stays: centroid at the inradius edge / sqrt(24)."""
+    _, _, traj = floor
+    pos, quat = np.asarray(traj.pos)[:, 5], np.asarray(traj.quat)[:, 5]
+    np.testing.assert_allclose(pos[100:, 2], EDGE / 24**0.5, atol=2e-4)
+    np.testing.assert_allclose(pos[100:] - pos[100], 0.0, atol=1e-4)
+    v, t = tetrahedron(EDGE)
+    rot = Rotation.from_quat(quat[-1][[1, 2, 3, 0]]).as_matrix()
+    n = np.cross(v[t[:, 1]] - v[t[:, 0]], v[t[:, 2]] - v[t[:, 0]]) @ rot.T
+    n /= np.linalg.norm(n, axis=1, keepdims=True)
+    assert n[:, 2].min() < -1 + 1e-6  # a face lies on the floor
