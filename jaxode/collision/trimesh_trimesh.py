@@ -9,10 +9,10 @@ Candidates. The query box is the intersection of the two geoms' world
 AABBs; ``trimesh.gather`` takes the first ``K_B`` triangles of B overlapping
 it (B's window and K as for any geom against B) and the first ``K_A``
 triangles of A overlapping it grown by ``QUERY_MARGIN`` of A's radius (a
-triangle of A sunk below a flat B is outside B's flat box; K_A: A's
-triangle count, capped by A's ``max_candidates`` or
-``jaxode.trimesh.DEFAULT_MAX_CANDIDATES``). Triangles
-beyond either K are counted in ``State.overflow_contacts``. Of the K_A x
+triangle of A sunk below a flat B is outside B's flat box; K_A: the most
+distinct triangles of A such a query can reach, at most A's triangle
+count, capped by A's ``max_candidates`` or
+``jaxode.trimesh.DEFAULT_MAX_CANDIDATES``). Triangles beyond either K are counted in ``State.overflow_contacts``. Of the K_A x
 K_B triangle pairs, those that can touch (bounding boxes overlapping, A's
 grown by ``QUERY_MARGIN``; A's triangle facing B's; A's origin in front of
 B's triangle) are compacted and the first ``pair_budget(K_A, K_B)`` =
@@ -57,8 +57,8 @@ first, then spread out; duplicates merged at 1e-3 of A's radius).
 Approximations: a triangle pair reports nothing once B's triangle is
 deeper than A's prism (past A's origin plane: as hull-trimesh, a body
 pushed through to its centre falls through); A's prisms stand in for A's
-solid, exact for convex A whose faces meet at angles of 90 degrees or more
-(boxes), otherwise their sides may stick out of A by up to their thickness
+solid, exact for convex A whose interior dihedral angles are 90 degrees or
+more (boxes), otherwise their sides may stick out of A by up to their thickness
 times the cotangent of the sharpest dihedral angle, where only B's
 triangles that A's triangle faces can meet them; depth and normal are not
 swap symmetric in general (face-face poses are: the deepest depth is the
