@@ -34,7 +34,7 @@ SIZE_A = np.array([0.5, 0.4, 0.3])  # [m] the mesh that pokes in
 SIZE_B = np.array([1.2, 1.0, 0.2])  # [m] the mesh poked into
 STATIC_AT = np.array([10.0, 0.0, 0.0])  # [m] where the static copy of B sits
 FAR = np.array([[-10.0, 0.0, 0.0], [-20.0, 0.0, 0.0], [-30.0, 0.0, 0.0]])  # parking spots
-SETTINGS = settings(max_examples=20, deadline=None, derandomize=True,
+SETTINGS = settings(max_examples=15, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow,
                                            HealthCheck.function_scoped_fixture])
 ID = (1.0, 0.0, 0.0, 0.0)
@@ -244,7 +244,7 @@ def floor_mesh(n=8, half=2.0):
     return v, t
 
 
-STEPS = 200
+STEPS = 150
 EDGE = 0.4  # [m] the regular tetrahedron's edge
 TETRA_AT = np.array([-1.2, 1.2, 0.3])
 STACK_AT = np.array([1.2, -1.0])
@@ -263,7 +263,7 @@ def tetrahedron(edge):
 
 @pytest.fixture(scope="module")
 def floor():
-    """float32, 2 s at 100 Hz. On the static tiled floor mesh (z = 0): box
+    """float32, 1.5 s at 100 Hz. On the static tiled floor mesh (z = 0): box
     mesh A resting at (0.1, 1.05), across the seams (body 0); box mesh A
     thrown at 2 m/s along x with mu 0.2 (body 1); at STACK_AT a box mesh
     (body 3) with another on top (body 4, offset by (0.05, -0.05)); a
@@ -299,36 +299,27 @@ def tilt_of(quat):
 
 
 def test_box_mesh_rests_on_a_mesh_floor_as_a_box_on_a_plane(floor):
-    """As the box geom on the plane, within the soft contacts' sink: ODE's
-    CFM makes each contact a spring (box-plane's 4 sink 3.7e-5 m here). The
-    mesh pair's 8 slots hold the 4 corners and 4 seam points, which the
-    greedy reduction picks differently as the box rocks, so its springs sit
-    a little unevenly: a tilt under 1e-4 rad (a corner lifts by about the
-    sink now and then), a height within the sink of the box's, a flicker
-    under 1e-5 m."""
+    """As the box geom on the plane (ODE's box-plane): the same 4 corner
+    contacts at the same depths (ODE's soft contacts, each a CFM spring,
+    sink 3.7e-5 m here), the same height, no creep, tilt or jitter; the
+    floor's seams under the box add no contact."""
     model, final, traj = floor
     pos, quat = np.asarray(traj.pos), np.asarray(traj.quat)
     assert np.all(np.isfinite(pos)) and int(final.overflow_contacts) == 0
     np.testing.assert_allclose(pos[-1, 0, 2], SIZE_A[2] / 2, atol=2e-3)
-    # no creep, no tilt, no jitter
+    np.testing.assert_allclose(pos[50:, 0, 2], pos[50:, 2, 2], atol=1e-6)
     np.testing.assert_allclose(pos[50:, 0, :2], np.broadcast_to([0.1, 1.05], (STEPS - 50, 2)),
-                               atol=1e-4)
-    assert tilt_of(quat[50:, 0]).max() < 2e-4
-    assert np.ptp(pos[100:, 0, 2]) < 1e-5
+                               atol=1e-5)
+    assert tilt_of(quat[50:, 0]).max() < 1e-5
+    assert np.ptp(pos[100:, 0, 2]) < 1e-6
     c = jax.tree.map(np.asarray, final.contacts)
     mesh = c.valid & (c.geom1 == 1)
     ref = c.valid & (c.geom1 == 4)
-    assert mesh.sum() == 8 and ref.sum() == 4
-    # B's normal, or A's face normal (tilted with the box) where that face is the reference
-    np.testing.assert_allclose(c.normal[mesh], np.broadcast_to([0, 0, 1], (8, 3)), atol=2e-4)
-    # at least 3 of the face's 4 corners are among the contacts (the 4th
-    # flickers with the rocking), so they hold the centre of mass up
+    assert mesh.sum() == 4 and ref.sum() == 4
+    np.testing.assert_allclose(c.normal[mesh], np.broadcast_to([0, 0, 1], (4, 3)), atol=1e-5)
     corners = np.array([[x, y] for x in (-0.15, 0.35) for y in (0.85, 1.25)])
-    near = [np.min(np.linalg.norm(c.pos[mesh][:, :2] - k, axis=1)) < 1e-3 for k in corners]
-    assert sum(near) >= 3
-    sink = c.depth[ref].max()
-    assert 0.0 <= c.depth[mesh].min() and c.depth[mesh].max() < 1.5 * sink
-    assert np.abs(pos[50:, 0, 2] - pos[50:, 2, 2]).max() < sink
+    np.testing.assert_allclose(np.sort(c.pos[mesh][:, :2], 0), np.sort(corners, 0), atol=1e-4)
+    np.testing.assert_allclose(np.sort(c.depth[mesh]), np.sort(c.depth[ref]), atol=1e-6)
 
 
 def test_box_mesh_slides_on_a_mesh_floor_as_coulomb(floor):
@@ -344,7 +335,8 @@ def test_box_mesh_slides_on_a_mesh_floor_as_coulomb(floor):
 
 def test_box_mesh_rests_on_a_box_mesh(floor):
     """Both meshes on bodies: the top box rests one box height above the
-    bottom one (within the two soft-contact sinks), unmoved, not tilted."""
+    bottom one (within the two soft-contact sinks), unmoved, not tilted
+    (box geoms in this pose, ODE's dBoxBox: top at 0.44986-0.44989 m)."""
     _, final, traj = floor
     pos, quat = np.asarray(traj.pos), np.asarray(traj.quat)
     np.testing.assert_allclose(pos[50:, 3, 2], SIZE_A[2] / 2, atol=2e-4)
@@ -354,8 +346,14 @@ def test_box_mesh_rests_on_a_box_mesh(floor):
     assert tilt_of(quat[50:, 3:5]).max() < 1e-3
     c = jax.tree.map(np.asarray, final.contacts)
     both = c.valid & (c.geom1 == 5) & (c.geom2 == 6)  # geom 1 the lower index
-    assert both.sum() == 8
-    np.testing.assert_allclose(c.normal[both], np.broadcast_to([0, 0, -1], (8, 3)), atol=1e-3)
+    # (some of) the overlap rectangle's corners: one of each box's, two rim
+    # crossings; as dBoxBox, a corner whose sink is gone drops out at times
+    assert 3 <= both.sum() <= 4
+    np.testing.assert_allclose(c.normal[both], np.broadcast_to([0, 0, -1], (int(both.sum()), 3)),
+                               atol=1e-3)
+    x0, y0 = STACK_AT
+    want = np.array([[x, y] for x in (x0 - 0.2, x0 + 0.25) for y in (y0 - 0.2, y0 + 0.15)])
+    assert all(np.min(np.linalg.norm(want - p[:2], axis=1)) < 1e-3 for p in c.pos[both])
 
 
 def test_tetrahedron_mesh_lands_face_down_at_its_inradius(floor):

@@ -73,7 +73,7 @@ import numpy as np
 
 from .capsule import _closest_seg_seg
 from .convex import _EDGE_ABS, _EDGE_REL, PlacedHull, _face_manifold
-from .trimesh import (_BIG, _CONVEX, _FEATURE_REL, Triangles, _allowed, _triangle_hull,
+from .trimesh import (_BIG, _CONVEX, _FEATURE_REL, _FLAT, Triangles, _allowed, _triangle_hull,
                       reduce_contacts, triangle_sat)
 from .types import Contact, GeomWorld, Hull
 
@@ -133,13 +133,43 @@ def _prism_masks(edge_kind_a):
     return faces, edges
 
 
-def prism_triangle(p: PlacedHull, kind_a, n_a, v, n, edge_kind, corner_kind, valid, origin):
-    """A's prism p (kinds ``kind_a`` (3,) of its triangle's edges, outward
-    normal n_a) against B's triangle v (3, 3) (unit normal n, kinds (3,)):
-    SAT (``trimesh.triangle_sat``) with both meshes' internal-edge masks,
-    then face clipping or one edge contact; one-sided on A's origin (3,).
-    Returns (pos (7, 3), normal (7, 3) from B into A, depth (7,) [m],
-    valid (7,))."""
+def convex_features(q, v, n, edge_kind, corner_kind):
+    """Where points q (N, 3) [m] lie on the triangle v (3, 3) (unit normal
+    n; barycentric coordinates, projected along n, within ``_FEATURE_REL``
+    of zero): (at a convex corner (N,), on a convex edge or corner (N,))."""
+    area = jnp.cross(v[1] - v[0], v[2] - v[0]) @ n
+    d = v[None] - q[:, None]  # (N, 3 corners, 3)
+    w = jnp.stack([jnp.cross(d[:, 1], d[:, 2]) @ n, jnp.cross(d[:, 2], d[:, 0]) @ n,
+                   jnp.cross(d[:, 0], d[:, 1]) @ n], -1) / area
+    zero = w <= _FEATURE_REL
+    nz = jnp.sum(zero, -1)
+    edge = (jnp.argmax(zero, -1) + 1) % 3  # the zero coordinate j is opposite edge j + 1
+    corner = (nz >= 2) & (corner_kind[jnp.argmin(zero, -1)] == _CONVEX)
+    return corner, corner | ((nz == 1) & (edge_kind[edge] == _CONVEX))
+
+
+def supports(q, v, n, kinds, u, n_a, kinds_a):
+    """Which points q (N, 3) of a face contact between B's triangle v (unit
+    normal n, (edge, corner) kinds) and A's triangle u (n_a, kinds_a) carry
+    support: a convex corner of either mesh, or where convex edges of both
+    cross. The others are seam crossings (a flat or concave feature of
+    either mesh), strictly between the contact polygon's outer points along
+    a line or inside it: kept, they would make the reduction's springs
+    uneven (a box on a tiled floor would tilt)."""
+    corner_b, edge_b = convex_features(q, v, n, *kinds)
+    corner_a, edge_a = convex_features(q, u, n_a, *kinds_a)
+    return corner_a | corner_b | (edge_a & edge_b)
+
+
+def prism_triangle(p: PlacedHull, kind_a, corner_a, n_a, v, n, edge_kind, corner_kind, valid,
+                   origin):
+    """A's prism p (kinds ``kind_a``, ``corner_a`` (3,) of its triangle's
+    edges and corners, outward normal n_a) against B's triangle v (3, 3)
+    (unit normal n, kinds (3,)): SAT (``trimesh.triangle_sat``) with both
+    meshes' internal-edge masks, then face clipping (the points that carry
+    support, ``supports``) or one edge contact; one-sided on A's origin
+    (3,). Returns (pos (7, 3), normal (7, 3) from B into A, depth (7,)
+    [m], valid (7,))."""
     t = _triangle_hull(v, n)
     scale = p.extent + t.extent
     sep_t, sep_f_all, sep_e_all, u = triangle_sat(p, v, n)
@@ -170,7 +200,15 @@ def prism_triangle(p: PlacedHull, kind_a, n_a, v, n, edge_kind, corner_kind, val
     ok = jnp.where(use_edge, first, jnp.where(use_pf, ok_p, ok_t))
     front = n @ (origin - v[0]) >= 0
     facing = n_a @ n < 0
-    ok = ok & valid & front & facing & ~separated
+    # only points on A's own triangle, or on B's under it (A's face the
+    # reference), are on A's surface; not those of a prism side standing in
+    # for A's inside (a box's side triangle, tilted by 1e-4 rad, has a prism
+    # side in its top face)
+    on_a = ((use_pf & (bf == 0))
+            | (jnp.abs((pos - p.verts[0]) @ n_a) <= _FEATURE_REL * scale))
+    support = use_edge | (on_a & supports(pos, v, n, (edge_kind, corner_kind), p.verts[:3], n_a,
+                                          (kind_a, corner_a)))
+    ok = ok & valid & front & facing & ~separated & support
     return pos, jnp.broadcast_to(normal, pos.shape), depth, ok
 
 
@@ -214,11 +252,12 @@ def trimesh_trimesh(g1: GeomWorld, g2: GeomWorld, tris_a: Triangles,
     n_a = tris_a.normal[ia]
     thick = jnp.maximum(jnp.sum(n_a * (u[ia, 0] - g1.pos), -1), _MIN_THICK * radius)
 
-    def one(ua, na, t, kind_a, vb, nb, ek, ck, ok):
+    def one(ua, na, t, kind_a, corner_a, vb, nb, ek, ck, ok):
         p = triangle_prism(ua, na, t)
-        return prism_triangle(p, kind_a, na, vb, nb, ek, ck, ok, g1.pos)
+        return prism_triangle(p, kind_a, corner_a, na, vb, nb, ek, ck, ok, g1.pos)
 
-    pos, n, depth, ok = jax.vmap(one)(u[ia], n_a, thick, tris_a.edge_kind[ia], v[ib],
+    pos, n, depth, ok = jax.vmap(one)(u[ia], n_a, thick, tris_a.edge_kind[ia],
+                                      tris_a.corner_kind[ia], v[ib],
                                       tris_b.normal[ib], tris_b.edge_kind[ib],
                                       tris_b.corner_kind[ib], live)
     c = reduce_contacts(pos.reshape(-1, 3), n.reshape(-1, 3), depth.reshape(-1),
