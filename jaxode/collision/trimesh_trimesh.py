@@ -50,6 +50,14 @@ only at a corner both of whose triangle edges are convex. So neither mesh's
 seams can make a contact normal: a box mesh sliding on a tiled floor sees
 a plane, from both sides of the seams.
 
+Support points. Of a face contact's clipped points, only those at a
+convex corner of either mesh, or where convex edges of both cross, and
+(with B's triangle the reference) on A's own triangle carry support
+(``supports``); the rest are seam crossings strictly between the contact
+polygon's outer points, or points of a prism side inside A. Kept, they
+made the reduced contacts uneven springs under ODE's soft contacts (a box
+mesh on a tiled floor tilted by 1e-4 rad; a stack of two rocked).
+
 Reduction. The budget's 7 candidate contacts per triangle pair are reduced to
 ``TRIMESH_TRIMESH_NCON`` slots by ``trimesh.reduce_contacts`` (deepest
 first, then spread out; duplicates merged at 1e-3 of A's radius).
