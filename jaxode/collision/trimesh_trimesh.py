@@ -81,7 +81,7 @@ import numpy as np
 
 from .capsule import _closest_seg_seg
 from .convex import _EDGE_ABS, _EDGE_REL, PlacedHull, _face_manifold
-from .trimesh import (_BIG, _CONVEX, _FEATURE_REL, _FLAT, Triangles, _allowed, _triangle_hull,
+from .trimesh import (_BIG, _CONVEX, _FEATURE_REL, Triangles, _allowed, _triangle_hull,
                       reduce_contacts, triangle_sat)
 from .types import Contact, GeomWorld, Hull
 
