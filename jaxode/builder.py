@@ -18,6 +18,7 @@ from jaxode import hull as hull_lib
 from jaxode import trimesh as mesh_lib
 from jaxode import mass as mass_lib
 from jaxode.collision import trimesh as trimesh_nc
+from jaxode.collision import trimesh_trimesh
 from jaxode.collision import types as ct
 from jaxode.surface import Surface
 from jaxode import materials as mat_lib
@@ -364,10 +365,10 @@ class WorldBuilder:
         of a closed mesh, ``jaxode.mass.trimesh``, translated to its centre
         of mass). Collides with spheres, boxes, capsules, cylinders and
         convex hulls (see ``jaxode.collision.trimesh``), and, on a body,
-        with planes and heightfields (``jaxode.collision.trimesh_ground``).
-        There is no mesh-mesh collider: ``build`` refuses a pair of meshes
-        that can collide when one of them is on a body (use ``add_convex``
-        for one of them, or category/collide bits). ``raycast`` sees it.
+        with planes and heightfields (``jaxode.collision.trimesh_ground``)
+        and with other meshes, static or on bodies
+        (``jaxode.collision.trimesh_trimesh``; two static meshes never
+        collide). ``raycast`` sees it.
         max_candidates: upper bound on the triangles examined per (geom,
         mesh) pair and step (default: the grid's worst case for the geom's
         size, at most ``jaxode.trimesh.DEFAULT_MAX_CANDIDATES`` = 64); what
@@ -395,6 +396,26 @@ class WorldBuilder:
             g = self.geoms[a]
             radius = float(trimesh_nc.bounding_radius(g["type"], np.asarray(g["size"])))
             w = mesh_lib.candidate_window(data, radius)
+            kk = min(mesh_lib.candidate_count(data, w), len(data.tris))
+            kk = min(kk, cap if cap is not None else mesh_lib.DEFAULT_MAX_CANDIDATES)
+            k, window = max(k, kk), np.maximum(window, w)
+            caps.append(kk)
+        return k, tuple(int(x) for x in window), np.array(caps, dtype=np.int32)
+
+    def _own_candidates(self, pairs) -> tuple[int, tuple, np.ndarray]:
+        """Candidates K, cell window and per-pair caps of geom 1's own
+        triangles in a mesh-mesh group: the query (both geoms' AABBs
+        intersected, grown by QUERY_MARGIN of its radius) lies within the
+        other mesh's bounding cube so grown, so the
+        window is the block that cube can overlap (at most the whole grid);
+        K is the largest number of distinct triangles in such a block, at
+        most the mesh's ``max_candidates`` or DEFAULT_MAX_CANDIDATES."""
+        by_geom = {gi: (data, cap) for gi, data, cap in self.meshes}
+        k, window, caps = 1, np.ones(3, dtype=np.int64), []
+        for a, b, _, _ in pairs:
+            data, cap = by_geom[a]
+            w = mesh_lib.candidate_window(
+                data, by_geom[b][0].radius + trimesh_trimesh.QUERY_MARGIN * data.radius)
             kk = min(mesh_lib.candidate_count(data, w), len(data.tris))
             kk = min(kk, cap if cap is not None else mesh_lib.DEFAULT_MAX_CANDIDATES)
             k, window = max(k, kk), np.maximum(window, w)
@@ -803,6 +824,8 @@ class WorldBuilder:
                     continue  # bodies joined by a joint without collide=True
                 a, b = i, j
                 key = (gi["type"], gj["type"])
+                if key == (ct.TRIMESH, ct.TRIMESH) and gi["body"] is None:
+                    a, b = j, i  # the mesh on a body is geom 1 (its triangles become prisms)
                 if key not in narrowphase.PAIR_FUNCTIONS:
                     a, b, key = j, i, (gj["type"], gi["type"])
                     if key not in narrowphase.PAIR_FUNCTIONS:
@@ -831,12 +854,16 @@ class WorldBuilder:
             arr = np.asarray(pairs, dtype=np.int32)
             kcand, window, caps = (self._mesh_candidates(pairs) if key[1] == ct.TRIMESH
                                    else (0, (), None))
+            kcand1, window1, caps1 = (self._own_candidates(pairs) if key[0] == ct.TRIMESH
+                                      and key[1] == ct.TRIMESH else (0, (), None))
             pair_groups.append(PairGroup(
                 geom1=jnp.asarray(arr[:, 0]), geom2=jnp.asarray(arr[:, 1]),
                 max_contacts=jnp.asarray(arr[:, 2]), friction=jnp.asarray(arr[:, 3]),
                 type1=key[0], type2=key[1], capacity=cap, ncontact=ncon,
                 candidate_cap=None if caps is None else jnp.asarray(caps),
-                candidates=kcand, mesh_window=window))
+                candidates=kcand, mesh_window=window,
+                candidate_cap1=None if caps1 is None else jnp.asarray(caps1),
+                candidates1=kcand1, mesh_window1=window1))
             total_slots += cap * ncon
         if contact_capacity is None:
             # Small scenes keep every slot (static rows: the solver's fast path);

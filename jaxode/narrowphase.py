@@ -25,7 +25,7 @@ import jax.numpy as jnp
 
 from jaxode.batch_rules import compact, unless_none
 from jaxode.collision import (box, capsule, convex, cylinder, heightfield, sphere, trimesh,
-                              trimesh_ground)
+                              trimesh_ground, trimesh_trimesh)
 from jaxode.collision import types as ct
 from jaxode.types import Contacts, Model
 
@@ -34,8 +34,8 @@ from jaxode.types import Contacts, Model
 # heightfield are always geom 2, a convex hull is geom 2 against the other
 # primitives (as ODE's dCollideSphereConvex, dCollideCapsuleConvex), a
 # triangle mesh is geom 2 against them and geom 1 against plane and
-# heightfield. trimesh-trimesh has no entry: the builder refuses it unless
-# both meshes are static.
+# heightfield; in trimesh-trimesh geom 1 is a mesh on a body (both meshes'
+# triangles are gathered, see _mesh_mesh_pairs).
 PAIR_FUNCTIONS = {
     (ct.SPHERE, ct.PLANE): (sphere.sphere_plane, sphere.SPHERE_PLANE_NCON),
     (ct.SPHERE, ct.SPHERE): (sphere.sphere_sphere, sphere.SPHERE_SPHERE_NCON),
@@ -76,6 +76,8 @@ PAIR_FUNCTIONS = {
     (ct.TRIMESH, ct.PLANE): (trimesh_ground.trimesh_plane, trimesh_ground.TRIMESH_PLANE_NCON),
     (ct.TRIMESH, ct.HEIGHTFIELD): (trimesh_ground.trimesh_heightfield,
                                    trimesh_ground.TRIMESH_HFIELD_NCON),
+    (ct.TRIMESH, ct.TRIMESH): (trimesh_trimesh.trimesh_trimesh,
+                               trimesh_trimesh.TRIMESH_TRIMESH_NCON),
 }
 
 
@@ -121,6 +123,36 @@ def _mesh_pairs(model: Model, grp, fn, idx, a, b, pvalid, ga, gb, gpos, lo, hi, 
     return c, jnp.sum(jnp.where(pvalid, ovf, 0), dtype=jnp.int32)
 
 
+def _mesh_mesh_pairs(model: Model, grp, fn, idx, a, b, pvalid, ga, gb, lo, hi):
+    """The mesh-mesh group's contacts: per pair, both meshes' triangles
+    overlapping the intersection of the two geoms' AABBs are gathered
+    (mesh b's around geom a as any mesh pair; mesh a's own with the box
+    grown by ``trimesh_trimesh.QUERY_MARGIN`` of a's radius, within mesh b's
+    bounding cube), then the pair function; idx the pairs' rows in the
+    group. Returns (contacts, triangles and triangle pairs that did not
+    fit, over the valid pairs)."""
+    def tables(g):
+        return jax.tree.map(lambda x: x[model.geom_size[g, 0].astype(jnp.int32)],
+                            model.trimeshes)
+
+    mesh_a, mesh_b = tables(a), tables(b)
+    qlo, qhi = jnp.maximum(lo[a], lo[b]), jnp.minimum(hi[a], hi[b])
+
+    def one(g1, g2, ma, mb, l, h, cap1, cap2):
+        r1, r2 = g1.size[1], g2.size[1]
+        tris_b, ovf_b = trimesh.gather(mb, g2, g1.pos, l, h, r1, grp.mesh_window,
+                                       grp.candidates, cap2)
+        m = trimesh_trimesh.QUERY_MARGIN * r1
+        tris_a, ovf_a = trimesh.gather(ma, g1, g2.pos, l - m, h + m, r2 + m, grp.mesh_window1,
+                                       grp.candidates1, cap1)
+        c, ovf_pairs = fn(g1, g2, tris_a, tris_b)
+        return c, ovf_a + ovf_b + ovf_pairs
+
+    c, ovf = unless_none(pvalid, jax.vmap(one), ga, gb, mesh_a, mesh_b, qlo, qhi,
+                         grp.candidate_cap1[idx], grp.candidate_cap[idx])
+    return c, jnp.sum(jnp.where(pvalid, ovf, 0), dtype=jnp.int32)
+
+
 def total_slots(model: Model) -> int:
     """Contact slots produced per step before compaction."""
     return sum(g.capacity * g.ncontact for g in model.pair_groups)
@@ -153,13 +185,17 @@ def collide(model: Model, gpos: jax.Array, grot: jax.Array, lo: jax.Array,
         a, b = g1[idx], g2[idx]
         ga = ct.GeomWorld(gpos[a], grot[a], model.geom_size[a])
         gb = ct.GeomWorld(gpos[b], grot[b], model.geom_size[b])
-        extra = _extra_args(model, grp.type1, grp.type2, a, b, dtype)
         # (skipped when no pair of this kind overlaps, in any world of a batch)
-        if grp.type2 == ct.TRIMESH:
+        if grp.type1 == ct.TRIMESH and grp.type2 == ct.TRIMESH:
+            c, ovf_t = _mesh_mesh_pairs(model, grp, fn, idx, a, b, pvalid, ga, gb, lo, hi)
+            overflow_tris = overflow_tris + ovf_t
+        elif grp.type2 == ct.TRIMESH:
+            extra = _extra_args(model, grp.type1, grp.type2, a, b, dtype)
             c, ovf_t = _mesh_pairs(model, grp, fn, idx, a, b, pvalid, ga, gb, gpos, lo, hi,
                                    extra)
             overflow_tris = overflow_tris + ovf_t
         else:
+            extra = _extra_args(model, grp.type1, grp.type2, a, b, dtype)
             c = unless_none(pvalid, jax.vmap(fn), ga, gb, *extra)
         k = grp.ncontact
         slot = jnp.arange(k)[None, :]

@@ -139,7 +139,9 @@ class PairGroup:
     pair from a block of ``mesh_window`` (3 ints) grid cells
     (``jaxode.collision.trimesh.gather``), of which ``candidate_cap``
     (npair,) int per pair (its mesh's ``max_candidates``); 0, () and None
-    otherwise.
+    otherwise. The mesh-mesh group also gathers geom 1's own triangles:
+    ``candidates1``, ``mesh_window1`` and ``candidate_cap1`` likewise
+    (``jaxode.collision.trimesh_trimesh``).
     """
 
     geom1: jax.Array
@@ -153,6 +155,9 @@ class PairGroup:
     candidate_cap: jax.Array = None
     candidates: int = static_field(default=0)
     mesh_window: tuple = static_field(default=())
+    candidate_cap1: jax.Array = None
+    candidates1: int = static_field(default=0)
+    mesh_window1: tuple = static_field(default=())
 
 
 @pytree_dataclass

@@ -316,25 +316,26 @@ def test_builder_errors():
         b.add_trimesh(v, t, max_candidates=0)
 
 
-def test_mesh_mesh_pairs_are_refused_unless_static_or_filtered():
-    """No trimesh-trimesh collider: a pair that could collide with a mesh on a
-    body is refused at build time; two static meshes, or a pair the bits
-    filter out, build."""
+def test_mesh_mesh_pairs_build_unless_static_or_filtered():
+    """A pair of meshes with one on a body is a trimesh-trimesh pair (the
+    mesh on the body as geom 1, see tests/test_trimesh_trimesh.py); two
+    static meshes, or a pair the bits filter out, make none."""
     v, t = box_mesh(np.full(3, 0.2))
 
-    def scene(body_mesh, bits=0xFFFFFFFF):
+    def mesh_pairs(body_mesh, bits=0xFFFFFFFF):
         b = jaxode.WorldBuilder()
         i = b.add_body(pos=(0.0, 0.0, 1.0))
         b.add_sphere(0.1, body=i)
         b.add_trimesh(v, t, body=i if body_mesh else None, category_bits=bits, collide_bits=bits)
         b.add_trimesh(v, t, pos=(0.0, 0.0, -1.0), category_bits=1, collide_bits=1)
-        return b.build()
+        model = b.build()
+        return [(int(a), int(c)) for g in model.pair_groups
+                if (g.type1, g.type2) == (ct.TRIMESH, ct.TRIMESH)
+                for a, c in zip(g.geom1, g.geom2)]
 
-    with pytest.raises(ValueError, match=r"geoms 1 and 2 \(trimesh-trimesh\): no collider.*"
-                                         r"add_convex.*collide_bits"):
-        scene(True)
-    assert scene(False).ngeom == 3  # static-static: never collide
-    assert scene(True, bits=2).ngeom == 3
+    assert mesh_pairs(True) == [(1, 2)]
+    assert mesh_pairs(False) == []  # static-static: never collide
+    assert mesh_pairs(True, bits=2) == []
 
 
 def test_edge_kinds():
