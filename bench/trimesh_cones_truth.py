@@ -140,7 +140,9 @@ def run(mesh_name, name, poses):
     centre = pos + rots @ np.asarray(hull_tables(hpts).centre)  # the hull's interior point
     outside = np.max(centre @ eq[:, :3].T + eq[:, 3], 1) > 1e-9
     pos, rots = pos[outside], rots[outside]
-    cp, cn, cd, cv, ccd, ccv = (np.asarray(x) for x in both(jnp.asarray(pos), jnp.asarray(rots)))
+    out = [both(jnp.asarray(pos[k:k + 100]), jnp.asarray(rots[k:k + 100]))
+           for k in range(0, len(pos), 100)]
+    cp, cn, cd, cv, ccd, ccv = (np.concatenate([np.asarray(o[j]) for o in out]) for j in range(6))
     stats = dict(touching=0, shallow=0, over=0, over_max=0.0, deeper=0, deeper_max=0.0,
                  shallower=0, shallower_max=0.0, s_deeper=0, s_deeper_max=0.0, s_shallower=0,
                  s_shallower_max=0.0, cc_diff=0, cc_diff_max=0.0, missed=0, short=0, short_max=0.0)

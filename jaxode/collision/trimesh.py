@@ -370,8 +370,8 @@ def _clip_triangle_prism(poly, cnt, v, n, top):
 
 def hull_triangle(h: PlacedHull, v, n, edge_kind, corner_kind, valid, cones: Cones | None = None):
     """Hull h (geom 1) against one triangle (v (3, 3), normal n) of the solid
-    the mesh bounds: separation by the triangle's full SAT
-    (``triangle_sat``), depth and normal by the axes whose support feature
+    the mesh bounds: separation by the triangle's full SAT (as
+    ``triangle_sat``, edge axes both ways), depth and normal by the axes whose support feature
     on the solid lies on the triangle (its normal cones ``cones``; None: a
     lone triangle), then face clipping or one edge contact (module
     docstring). ``corner_kind`` is unused (the cones replace it). Returns
@@ -385,14 +385,26 @@ def hull_triangle(h: PlacedHull, v, n, edge_kind, corner_kind, valid, cones: Con
     tol = 100.0 * jnp.finfo(dt).eps
     e = h.hull.edges
     hv = h.verts
-    sep_t, sep_f, sep_all, _ = triangle_sat(h, v, n)
-    separated = jnp.maximum(jnp.maximum(sep_t, jnp.max(sep_f)), jnp.max(sep_all)) > 0
+    # the triangle's full SAT (separation): its normal, h's faces, and its
+    # edges x h's edges in both directions
+    sep_t = jnp.min(hv @ n) - n @ v[0]
+    sep_f = jnp.min(h.normals @ v.T, axis=1) - h.offsets
+    hp = hv[e[:, 0]]
+    he = hv[e[:, 1]] - hp
+    te = v[jnp.array([1, 2, 0])] - v
+    u_o, par_o = _unit_cross(te[:, None, :], he[None])  # (3, E, 3)
+    pt, ph = u_o @ v.T, u_o @ hv.T
+    up = jnp.max(pt, -1) - jnp.min(ph, -1)  # overlap along +u
+    down = jnp.max(ph, -1) - jnp.min(pt, -1)  # along -u
+    sep_o = jnp.where(par_o, -jnp.minimum(up, down), -_BIG)
+    separated = jnp.maximum(jnp.maximum(sep_t, jnp.max(sep_f)), jnp.max(sep_o)) > 0
 
     def overlap(a):  # the triangle's overlap with h along a (from the mesh into h)
         return jnp.max(a @ v.T, -1) - jnp.min(a @ hv.T, -1)
 
     big = jnp.asarray(_BIG, dt)
-    r_idx = jnp.arange(cn.normals.shape[1])
+    nr = cn.normals.shape[1]
+    r_idx = jnp.arange(nr)
     in_cnt = r_idx[None, :] < cn.count[:, None]  # (3, R)
     # the neighbours' normals at the corners (the cones' extreme rays)
     d_c = jnp.where(in_cnt, overlap(cn.normals), big)
@@ -406,29 +418,49 @@ def hull_triangle(h: PlacedHull, v, n, edge_kind, corner_kind, valid, cones: Con
     d_f = jnp.where(ok_f, -sep_f, big)
     # the hull's edges' Gauss arcs (its faces' normals negated)
     hn = -h.normals[h.hull.edge_faces]  # (E, 2, 3)
-    hp = hv[e[:, 0]]
-    he = hv[e[:, 1]] - hp
-    # own edges: a convex one within its arc (n, neighbour), a boundary one always
-    te = v[jnp.array([1, 2, 0])] - v
+    # own edges: a convex one within its arc (n, neighbour), a boundary one
+    # always, pointing into h
     m = cn.edge_normal
     boundary = jnp.sum(m * m, -1) < 0.25
-    u_o, par_o = _unit_cross(te[:, None, :], he[None])  # (3, E, 3)
     into_h = jnp.sum(u_o * (hp - h.centre)[None], -1) < 0
     arc_side = jnp.sum(u_o * (n + m)[:, None], -1) > 0
-    u_o = jnp.where(jnp.where(boundary[:, None], into_h, arc_side)[..., None], u_o, -u_o)
+    plus = jnp.where(boundary[:, None], into_h, arc_side)
+    u_o = jnp.where(plus[..., None], u_o, -u_o)
     arc_o = _arcs_cross(n, m[:, None], hn[None, :, 0], hn[None, :, 1])
     ok_o = par_o & (boundary[:, None] | ((edge_kind == _CONVEX)[:, None] & arc_o))
-    d_o = jnp.where(ok_o, overlap(u_o), big)
-    # the other convex edges at the corners, within their arcs
-    nxt = jnp.where(r_idx + 1 < cn.count[:, None], r_idx + 1, 0)
-    n_next = jnp.take_along_axis(cn.normals, nxt[..., None], 1)  # (3, R, 3)
-    u_x, par_x = _unit_cross((cn.other - v[:, None])[:, :, None], he[None, None])  # (3, R, E, 3)
-    side = jnp.sum(u_x * (cn.normals + n_next)[:, :, None], -1) > 0
-    u_x = jnp.where(side[..., None], u_x, -u_x)
-    arc_x = _arcs_cross(cn.normals[:, :, None], n_next[:, :, None], hn[None, None, :, 0],
-                        hn[None, None, :, 1])
-    ok_x = (par_x & arc_x & (in_cnt & cn.foreign & (cn.count >= 2)[:, None])[..., None])
-    d_x = jnp.where(ok_x, overlap(u_x), big)
+    d_o = jnp.where(ok_o, jnp.where(plus, up, down), big)
+    # the other convex edges at the corners, within their arcs (none where
+    # no vertex has two normals: a flat mesh)
+    if nr >= 2:
+        # every quantity a triple product (as convex._edge_pairs): with the
+        # mesh edge d from corner v_j, the hull edge g from hp, u = d x g,
+        # u . (v_j - hp) = g . (v_j x d) - d . (g x hp), |u|^2 = |d|^2 |g|^2 - (d . g)^2
+        nxt = jnp.where(r_idx + 1 < cn.count[:, None], r_idx + 1, 0)
+        n_next = jnp.take_along_axis(cn.normals, nxt[..., None], 1)  # (3, R, 3)
+        d = cn.other - v[:, None]  # (3, R, 3)
+
+        def dot(x, y):  # (3, R, 3) . (E, 3) -> (3, R, E); small: a fusion, not a batched matmul
+            return jnp.sum(x[:, :, None] * y[None, None], -1)
+
+        dd, gg, dg = jnp.sum(d * d, -1)[..., None], jnp.sum(he * he, -1), dot(d, he)
+        u2 = dd * gg - dg * dg  # (3, R, E)
+        uw = dot(jnp.cross(v[:, None], d), he) - dot(d, jnp.cross(he, hp))
+        side = dot(jnp.cross(cn.normals + n_next, d), he)  # u . (n_r + n_(r+1))
+        bxa = jnp.cross(n_next, cn.normals)
+        dxc = jnp.cross(hn[:, 1], hn[:, 0])
+        cba, dba = dot(bxa, hn[:, 0]), dot(bxa, hn[:, 1])
+        adc, bdc = dot(cn.normals, dxc), dot(n_next, dxc)
+        arc_x = (cba * dba < 0) & (adc * bdc < 0) & (cba * bdc > 0)
+        ok_x = ((u2 > _PARALLEL2 * dd * gg) & arc_x
+                & (in_cnt & cn.foreign & (cn.count >= 2)[:, None])[..., None])
+        # crossing arcs: both supports lie on the two edges, so the overlap
+        # is the axis (oriented out of the mesh) times the offset between them
+        d_x = jnp.where(ok_x, jnp.where(side < 0, -uw, uw) / jnp.sqrt(jnp.where(ok_x, u2, 1.0)),
+                        big)
+    else:
+        d = jnp.zeros((3, 1, 3), dt)
+        d_x = jnp.full((3, 1, e.shape[0]), big)
+        n_next = cn.normals
     # the shallowest axis; ties (within ODE's 1e-5 of the sizes) go to the
     # triangle's face, then the hull's face, a neighbour's face, an edge
     bf = jnp.argmin(d_f)
@@ -443,8 +475,10 @@ def hull_triangle(h: PlacedHull, v, n, edge_kind, corner_kind, valid, cones: Con
     # contact normals per kind
     n_c = cn.normals.reshape(-1, 3)[bc]
     ie, je = bo // e.shape[0], bo % e.shape[0]
-    jx, rx, kx = bx // (u_x.shape[1] * e.shape[0]), (bx // e.shape[0]) % u_x.shape[1], bx % e.shape[0]
-    u_e = jnp.where(own_e, u_o[ie, je], u_x[jx, rx, kx])
+    jx, rx, kx = bx // (d_x.shape[1] * e.shape[0]), (bx // e.shape[0]) % d_x.shape[1], bx % e.shape[0]
+    u_x = _normalize(jnp.cross(d[jx, rx], he[kx]), n)
+    u_x = jnp.where(u_x @ (cn.normals[jx, rx] + n_next[jx, rx]) < 0, -u_x, u_x)
+    u_e = jnp.where(own_e, u_o[ie, je], u_x)
     axis = jnp.where(kind == 0, n, jnp.where(kind == 1, a_f[bf], jnp.where(kind == 2, n_c, u_e)))
     # the triangle's face or a neighbour's: h's incident face clipped to the
     # triangle's prism (below its plane for a neighbour's), depths along the axis
