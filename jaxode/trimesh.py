@@ -15,6 +15,11 @@ derives what the pair functions, the ray caster and ``mass.trimesh`` need:
   FLAT features use the face normal; on CONCAVE features they are dropped
   (the neighbour's face owns them); only CONVEX features keep their own
   normal (see ``jaxode.collision.trimesh``);
+- normal cones, for hulls against the solid the mesh bounds: per triangle
+  edge the neighbour's normal, per vertex its distinct face normals in
+  order around it with the cone's side planes and the convex edges between
+  them (``MeshData``; a vertex on the boundary, at a concave edge, at a
+  saddle or with more than ``MAX_CONE_NORMALS`` normals has none);
 - a static uniform grid over the mesh's bounding box: each cell lists the
   triangles whose bounding boxes overlap it (padded with -1), each triangle
   knows its first cell per axis (to count it once in a block of cells);

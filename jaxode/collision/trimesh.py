@@ -24,17 +24,28 @@ Per triangle (vmapped over the K candidates):
   three triangle edges and its crossing of the triangle's plane), so a
   capsule lying on a face gets both ends;
 - box, cylinder (its inscribed 16-gon prism, as cylinder-convex) and convex:
-  separating-axis test of the triangle (a flat polygon) against the hull over
-  the triangle normal, the hull's face normals and all triangle-edge x
-  hull-edge cross products (exact separation and depth), then face clipping
-  as hull-hull (the triangle, or the hull's face, as the reference) or one
-  edge-edge contact. The triangle normal wins ties, a hull face or edge axis
-  must be shallower by ODE's box-box margin.
+  the hull against the triangle as part of the solid the mesh bounds. The
+  triangle's own separating-axis test (its normal, the hull's face normals,
+  its edges x the hull's edges) decides separation only. The depth is the
+  smallest overlap over the axes whose support feature on the solid lies
+  on the triangle, from its normal cones (``Cones``): its normal; the face
+  normals around its corners (the neighbours'); the hull's face normals,
+  negated, inside one of its corners' cones; its convex edges and the other
+  convex edges at its corners x the hull's edges whose Gauss arcs cross
+  (Gregorius' Minkowski-face test, as convex-convex prunes). Along each
+  such axis the triangle's own vertices give the solid's exact overlap.
+  Ties within ODE's 1e-5 of the sizes go to the triangle's face, then the
+  hull's face, a neighbour's face, an edge. Contacts: the hull's incident
+  face clipped to the triangle's prism (for a neighbour's normal also to
+  below the triangle's plane), the triangle clipped against the hull's face,
+  or one edge-edge point; nothing clipped gives one point between the
+  supports. A boundary edge or corner (an open mesh, a lone triangle) keeps
+  every axis: there the triangle is its own solid.
 - one-sided: a sphere (or segment point) whose centre is behind the
   triangle's plane by more than its radius, or a hull whose centre is behind
   the plane, makes no contact with that triangle.
 
-Internal edges. The normal of a contact on an edge or corner of the triangle
+Internal edges. The normal of a ball's contact on an edge or corner of the triangle
 depends on that feature's kind (``jaxode.trimesh``): FLAT (shared with a
 coplanar neighbour) uses the face normal and the depth along it, exactly the
 neighbour's face contact, so nothing catches on the seams of a flat mesh
@@ -42,14 +53,10 @@ neighbour's face contact, so nothing catches on the seams of a flat mesh
 r: beyond a flat edge the coplanar neighbour owns the contact, e.g. its
 convex edge at a box mesh's ridge); CONCAVE drops the contact (the
 neighbour's face is at least as close); CONVEX (a ridge or the mesh's
-boundary) keeps its own normal. For hulls the feature is the triangle's part
-that touches along the chosen axis; a non-convex one falls back to the
-triangle-normal face case. The cross axes of a flat or concave edge (the
-triangle's split from its neighbour, not a feature of the surface) only
-prove separation: they never become the contact axis, so the hull's face
-axis (when its touching feature is allowed), else the triangle normal, takes
-over (taken, they made a hull past a box mesh's ridge as deep as under the
-face).
+boundary) keeps its own normal. Hulls need no such rule: a flat edge has
+no axis of its own (its arc is a point, the face's normal), a concave edge
+or a non-convex corner (saddle, concave edge) no cone, so only the face
+normal and the convex features' axes remain.
 
 Reduction. All per-triangle contacts are reduced to the pair's slots: the
 deepest first, then greedily the one farthest (in position, and in normal
@@ -362,10 +369,14 @@ def _unit_cross(x, y):
 def _clip_triangle_prism(poly, cnt, v, n, top):
     """The convex polygon (poly (N, 3), cnt) clipped to the prism over the
     triangle v (3, 3) (normal n), and below its plane when ``top``."""
-    for k in range(3):
-        m = jnp.cross(v[(k + 1) % 3] - v[k], n)  # outward side plane (counter-clockwise loop)
-        poly, cnt = _clip_plane(poly, cnt, m, m @ v[k])
-    return _clip_plane(poly, cnt, n, jnp.where(top, n @ v[0], _BIG))
+    side = jnp.cross(v[jnp.array([1, 2, 0])] - v, n)  # outward side planes (counter-clockwise loop)
+    planes = jnp.concatenate([side, n[None]])
+    offs = jnp.concatenate([jnp.sum(side * v, -1), jnp.where(top, n @ v[0], _BIG)[None]])
+
+    def body(k, carry):  # one loop body: a quarter of the code of four unrolled steps
+        return _clip_plane(carry[0], carry[1], planes[k], offs[k])
+
+    return jax.lax.fori_loop(0, 4, body, (poly, cnt))
 
 
 def hull_triangle(h: PlacedHull, v, n, edge_kind, corner_kind, valid, cones: Cones | None = None):
