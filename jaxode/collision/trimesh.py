@@ -486,7 +486,8 @@ def hull_triangle(h: PlacedHull, v, n, edge_kind, corner_kind, valid, cones: Con
     # contact normals per kind
     n_c = cn.normals.reshape(-1, 3)[bc]
     ie, je = bo // e.shape[0], bo % e.shape[0]
-    jx, rx, kx = bx // (d_x.shape[1] * e.shape[0]), (bx // e.shape[0]) % d_x.shape[1], bx % e.shape[0]
+    ne = e.shape[0]
+    jx, rx, kx = bx // (d_x.shape[1] * ne), (bx // ne) % d_x.shape[1], bx % ne
     u_x = _normalize(jnp.cross(d[jx, rx], he[kx]), n)
     u_x = jnp.where(u_x @ (cn.normals[jx, rx] + n_next[jx, rx]) < 0, -u_x, u_x)
     u_e = jnp.where(own_e, u_o[ie, je], u_x)
@@ -510,14 +511,13 @@ def hull_triangle(h: PlacedHull, v, n, edge_kind, corner_kind, valid, cones: Con
     qa, qb = _closest_seg_seg(s0, s1, hv[e[ke, 0]], hv[e[ke, 1]])
     first = jnp.arange(lh + 4) == 0
     p_e = jnp.where(first[:, None], 0.5 * (qa + qb), 0.0)
-    d_e = jnp.where(first, depth_sat, 0.0)
-    face = (kind == 0) | (kind == 2)
+    dep_e = jnp.where(first, depth_sat, 0.0)
     pos = jnp.where(kind == 3, p_e, jnp.where(kind == 1, p_h, poly))
-    depth = jnp.where(kind == 3, d_e, jnp.where(kind == 1, d_h, d_t))
+    depth = jnp.where(kind == 3, dep_e, jnp.where(kind == 1, d_h, d_t))
     ok = jnp.where(kind == 3, first, jnp.where(kind == 1, ok_h, ok_t))
     # nothing clipped (the touching part lies outside the clipped region):
     # one contact between the two supports along the axis, at the axis' depth
-    none = ~jnp.any(ok) & face
+    none = ~jnp.any(ok)
     sup = 0.5 * (v[jnp.argmax(v @ axis)] + hv[jnp.argmin(hv @ axis)])
     pos = jnp.where(none, jnp.where(first[:, None], sup, 0.0), pos)
     depth = jnp.where(none, jnp.where(first, depth_sat, 0.0), depth)
