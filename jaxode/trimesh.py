@@ -15,6 +15,11 @@ derives what the pair functions, the ray caster and ``mass.trimesh`` need:
   FLAT features use the face normal; on CONCAVE features they are dropped
   (the neighbour's face owns them); only CONVEX features keep their own
   normal (see ``jaxode.collision.trimesh``);
+- normal cones, for hulls against the solid the mesh bounds: per triangle
+  edge the neighbour's normal, per vertex its distinct face normals in
+  order around it with the cone's side planes and the convex edges between
+  them (``MeshData``; a vertex on the boundary, at a concave edge, at a
+  saddle or with more than ``MAX_CONE_NORMALS`` normals has none);
 - a static uniform grid over the mesh's bounding box: each cell lists the
   triangles whose bounding boxes overlap it (padded with -1), each triangle
   knows its first cell per axis (to count it once in a block of cells);
@@ -43,6 +48,11 @@ MAX_GRID_CELLS = 64
 #: Dihedral angle [rad] under which two triangles count as coplanar.
 FLAT_ANGLE = 1e-3
 CONCAVE, FLAT, CONVEX = 0, 1, 2
+#: Most distinct face normals a vertex's normal cone may have; a vertex with
+#: more gets no cone (its triangles then use only their own normal and edges
+#: there, as a vertex whose surface is not convex).
+MAX_CONE_NORMALS = 16
+_CONE_TOL = 1e-9  # a cone's normals may lie this far (cosine) outside its side planes
 _AREA_REL = 1e-12  # a triangle whose area is below this times size^2 is degenerate
 
 
@@ -58,6 +68,20 @@ class MeshData:
     ids (-1: none), cell index ``(i * ny + j) * nz + k``; tri_lo, tri_hi
     (T, 3) [m] triangle bounding boxes; tri_cell (T, 3) int each triangle's
     first cell per axis.
+
+    Normal cones (``_cones``): edge_normal (T, 3, 3) the normal of the
+    triangle across edge k (zero: a boundary or non-manifold edge). Per
+    vertex, R = the largest count (at least 1): cone_count (V,) int the
+    number of distinct face normals around the vertex (faces joined by flat
+    edges count once), 0 where the vertex has no convex normal cone (on the
+    boundary, at a concave edge, a saddle, or more than MAX_CONE_NORMALS);
+    cone_normals (V, R, 3) those normals counter-clockwise about the outside;
+    cone_planes (V, R, 3) the unit side planes of the cone, n_r x n_(r+1)
+    oriented inwards (a direction d is in the cone when d . plane >= 0 for
+    all r < count; meaningful for count >= 3); cone_other (V, R) int the far
+    vertex of the convex mesh edge between n_r and n_(r+1) (its Gauss arc);
+    vert_open (V,) bool the vertex is on the boundary (or a non-manifold edge).
+    Padding repeats entry 0 (other: the vertex itself).
     """
 
     verts: np.ndarray
@@ -73,6 +97,12 @@ class MeshData:
     tri_lo: np.ndarray
     tri_hi: np.ndarray
     tri_cell: np.ndarray
+    edge_normal: np.ndarray
+    cone_normals: np.ndarray
+    cone_planes: np.ndarray
+    cone_other: np.ndarray
+    cone_count: np.ndarray
+    vert_open: np.ndarray
 
     @property
     def radius(self) -> float:
@@ -145,6 +175,98 @@ def _edge_kinds(v, t, normals):
     return edge_kind, vert_kind[t], closed
 
 
+def _cones(v, t, normals, edge_kind):
+    """Normal-cone tables (see ``MeshData``): edge_normal, cone_normals,
+    cone_planes, cone_other, cone_count, vert_open."""
+    nv = len(v)
+    owners: dict = {}
+    for i, tri in enumerate(t):
+        for k in range(3):
+            a, b = int(tri[k]), int(tri[(k + 1) % 3])
+            owners.setdefault((min(a, b), max(a, b)), []).append((i, k, a < b))
+    edge_normal = np.zeros((len(t), 3, 3))
+    vert_open = np.zeros(nv, bool)
+    for (a, b), own in owners.items():
+        if len(own) == 2 and own[0][2] != own[1][2]:
+            (i, ki, _), (j, kj, _) = own
+            edge_normal[i, ki], edge_normal[j, kj] = normals[j], normals[i]
+        else:
+            vert_open[[a, b]] = True
+    # the fan of each vertex, counter-clockwise about the outside: triangle
+    # (p, a, b) is followed by the one whose first far vertex is b
+    fans: dict = {}
+    for i, tri in enumerate(t):
+        for j in range(3):
+            fans.setdefault(int(tri[j]), {})[int(tri[(j + 1) % 3])] = (i, j)
+    cones = []
+    for p in range(nv):
+        fan = fans.get(p)
+        cones.append(None)
+        if fan is None or vert_open[p]:
+            continue
+        i, j = next(iter(fan.values()))
+        seq = []
+        for _ in range(len(fan)):
+            seq.append((i, j))
+            b = int(t[i][(j + 2) % 3])
+            if b not in fan:
+                break
+            i, j = fan[b]
+        if len(seq) != len(fan) or seq[0] != (i, j):
+            vert_open[p] = True  # not one closed fan (non-manifold vertex)
+            continue
+        # the edge after face s (p to its far vertex b) and its kind
+        kinds = [edge_kind[i, (j + 2) % 3] for i, j in seq]
+        if CONCAVE in kinds:
+            continue
+        conv = [s for s, k in enumerate(kinds) if k == CONVEX]
+        if not conv:
+            cones[p] = ([normals[seq[0][0]]], [p])
+            continue
+        ns, other = [], []
+        for r, s in enumerate(conv):
+            first = seq[(s + 1) % len(seq)][0]  # the run after the convex edge s
+            nxt = conv[(r + 1) % len(conv)]
+            ns.append(normals[first])
+            i, j = seq[nxt]
+            other.append(int(t[i][(j + 2) % 3]))
+        cones[p] = (ns, other)
+    count = np.zeros(nv, np.int64)
+    rmax = max([len(c[0]) for c in cones if c is not None and len(c[0]) <= MAX_CONE_NORMALS]
+               + [1])
+    cn = np.zeros((nv, rmax, 3))
+    cg = np.zeros((nv, rmax, 3))
+    co = np.repeat(np.arange(nv)[:, None], rmax, axis=1)
+    for p, c in enumerate(cones):
+        if c is None or len(c[0]) > MAX_CONE_NORMALS:
+            continue
+        ns, other = np.array(c[0]), c[1]
+        m = len(ns)
+        planes = np.cross(ns, np.roll(ns, -1, axis=0))
+        if m >= 3:
+            ln = np.linalg.norm(planes, axis=1)
+            if np.any(ln < 1e-12):
+                continue
+            planes /= ln[:, None]
+            if planes[0] @ ns[2] < 0:
+                planes = -planes
+            # a convex cone: every normal on the inner side of every side plane,
+            # and all of them within one open hemisphere (their mean)
+            mean = ns.sum(0)
+            if (np.min(planes @ ns.T) < -_CONE_TOL or np.linalg.norm(mean) < 1e-9
+                    or np.min(ns @ mean) <= 0):
+                continue
+        elif m == 2:
+            if ns[0] @ ns[1] <= -1 + 1e-9:
+                continue
+            ln = np.linalg.norm(planes, axis=1)
+            planes /= ln[:, None]
+        count[p] = m
+        cn[p, :m], cg[p, :m], co[p, :m] = ns, planes, other
+        cn[p, m:], cg[p, m:], co[p, m:] = ns[0], planes[0], other[0]
+    return edge_normal, cn, cg, co, count, vert_open
+
+
 def _grid(v, t):
     """Uniform grid: cells about twice the mean triangle size, at most
     MAX_GRID_CELLS per axis; returns origin, cell, dims, cells, tri_lo,
@@ -181,10 +303,14 @@ def build_mesh(vertices, triangles, where: str = "trimesh",
     v, t, area2 = _validate(vertices, triangles, where, max_triangles)
     normals = np.cross(v[t[:, 1]] - v[t[:, 0]], v[t[:, 2]] - v[t[:, 0]]) / area2[:, None]
     edge_kind, corner_kind, closed = _edge_kinds(v, t, normals)
+    edge_normal, cone_normals, cone_planes, cone_other, cone_count, vert_open = _cones(
+        v, t, normals, edge_kind)
     origin, cell, dims, cells, tri_lo, tri_hi, tri_cell = _grid(v, t)
     return MeshData(verts=v, tris=t, normals=normals, edge_kind=edge_kind,
                     corner_kind=corner_kind, closed=closed, origin=origin, cell=cell, dims=dims,
-                    cells=cells, tri_lo=tri_lo, tri_hi=tri_hi, tri_cell=tri_cell)
+                    cells=cells, tri_lo=tri_lo, tri_hi=tri_hi, tri_cell=tri_cell,
+                    edge_normal=edge_normal, cone_normals=cone_normals, cone_planes=cone_planes,
+                    cone_other=cone_other, cone_count=cone_count, vert_open=vert_open)
 
 
 def candidate_window(mesh: MeshData, radius: float) -> np.ndarray:
@@ -218,20 +344,31 @@ def pad_meshes(meshes: list) -> dict:
     nt = max(len(m.tris) for m in meshes)
     nc = max(len(m.cells) for m in meshes)
     nm = max(m.cells.shape[1] for m in meshes)
+    nr = max(m.cone_normals.shape[1] for m in meshes)
+
+    def pad_r(a):  # the cone axis padded by repeating entry 0
+        return np.concatenate([a, np.repeat(a[:, :1], nr - a.shape[1], axis=1)], axis=1)
 
     out: dict = {k: [] for k in ("verts", "tris", "normals", "edge_kind", "corner_kind",
                                  "tri_lo", "tri_hi", "tri_cell", "origin", "cell", "dims",
-                                 "cells", "ntri")}
+                                 "cells", "ntri", "edge_normal", "cone_normals",
+                                 "cone_planes", "cone_other", "cone_count", "vert_open")}
     for m in meshes:
         cells = np.full((nc, nm), -1, dtype=np.int64)
         cells[:m.cells.shape[0], :m.cells.shape[1]] = m.cells
         out["verts"].append(pad_rows(m.verts, nv))
-        for k in ("tris", "normals", "edge_kind", "corner_kind", "tri_lo", "tri_hi", "tri_cell"):
+        for k in ("tris", "normals", "edge_kind", "corner_kind", "tri_lo", "tri_hi", "tri_cell",
+                  "edge_normal"):
             out[k].append(pad_rows(getattr(m, k), nt))
+        for k in ("cone_normals", "cone_planes", "cone_other"):
+            out[k].append(pad_rows(pad_r(getattr(m, k)), nv))
+        for k in ("cone_count", "vert_open"):
+            out[k].append(pad_rows(getattr(m, k), nv))
         out["origin"].append(m.origin)
         out["cell"].append(m.cell)
         out["dims"].append(m.dims)
         out["cells"].append(cells)
         out["ntri"].append(len(m.tris))
-    ints = {"tris", "edge_kind", "corner_kind", "tri_cell", "dims", "cells", "ntri"}
+    ints = {"tris", "edge_kind", "corner_kind", "tri_cell", "dims", "cells", "ntri", "cone_other",
+            "cone_count", "vert_open"}
     return {k: np.array(v, dtype=np.int32 if k in ints else np.float64) for k, v in out.items()}

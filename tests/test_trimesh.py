@@ -472,11 +472,9 @@ def test_closed_box_mesh_beside_an_edge_is_the_box(x64):
     v, t = box_mesh(size)
     data = mesh_lib.build_mesh(v, t)
     hull = Hull(**{k: jnp.asarray(x[0]) for k, x in hull_lib.pad_hulls([hull_lib.build_hull(v)]).items()})
-    corners = data.verts[data.tris]
-    tris = tm.Triangles(a=jnp.asarray(corners[:, 0]), b=jnp.asarray(corners[:, 1]),
-                        c=jnp.asarray(corners[:, 2]), normal=jnp.asarray(data.normals),
-                        edge_kind=jnp.asarray(data.edge_kind), corner_kind=jnp.asarray(data.corner_kind),
-                        valid=jnp.ones(len(data.tris), bool))
+    mesh = Mesh(**{k: jnp.asarray(x[0]) for k, x in mesh_lib.pad_meshes([data]).items()})
+    tris = tm.place_triangles(mesh, jnp.zeros(3), jnp.eye(3), jnp.arange(len(data.tris)),
+                              jnp.ones(len(data.tris), bool))
     mesh_g = geoms(np.zeros(3), np.eye(3), np.zeros(3))
     ball = geoms([0.5513, 0.2675, 0.0], np.eye(3), [0.3, 0, 0])
     a = jit(tm.sphere_trimesh)(ball, mesh_g, tris)

@@ -24,17 +24,28 @@ Per triangle (vmapped over the K candidates):
   three triangle edges and its crossing of the triangle's plane), so a
   capsule lying on a face gets both ends;
 - box, cylinder (its inscribed 16-gon prism, as cylinder-convex) and convex:
-  separating-axis test of the triangle (a flat polygon) against the hull over
-  the triangle normal, the hull's face normals and all triangle-edge x
-  hull-edge cross products (exact separation and depth), then face clipping
-  as hull-hull (the triangle, or the hull's face, as the reference) or one
-  edge-edge contact. The triangle normal wins ties, a hull face or edge axis
-  must be shallower by ODE's box-box margin.
+  the hull against the triangle as part of the solid the mesh bounds. The
+  triangle's own separating-axis test (its normal, the hull's face normals,
+  its edges x the hull's edges) decides separation only. The depth is the
+  smallest overlap over the axes whose support feature on the solid lies
+  on the triangle, from its normal cones (``Cones``): its normal; the face
+  normals around its corners (the neighbours'); the hull's face normals,
+  negated, inside one of its corners' cones; its convex edges and the other
+  convex edges at its corners x the hull's edges whose Gauss arcs cross
+  (Gregorius' Minkowski-face test, as convex-convex prunes). Along each
+  such axis the triangle's own vertices give the solid's exact overlap.
+  Ties within ODE's 1e-5 of the sizes go to the triangle's face, then the
+  hull's face, a neighbour's face, an edge. Contacts: the hull's incident
+  face clipped to the triangle's prism (for a neighbour's normal also to
+  below the triangle's plane), the triangle clipped against the hull's face,
+  or one edge-edge point; nothing clipped gives one point between the
+  supports. A boundary edge or corner (an open mesh, a lone triangle) keeps
+  every axis: there the triangle is its own solid.
 - one-sided: a sphere (or segment point) whose centre is behind the
   triangle's plane by more than its radius, or a hull whose centre is behind
   the plane, makes no contact with that triangle.
 
-Internal edges. The normal of a contact on an edge or corner of the triangle
+Internal edges. The normal of a ball's contact on an edge or corner of the triangle
 depends on that feature's kind (``jaxode.trimesh``): FLAT (shared with a
 coplanar neighbour) uses the face normal and the depth along it, exactly the
 neighbour's face contact, so nothing catches on the seams of a flat mesh
@@ -42,14 +53,10 @@ neighbour's face contact, so nothing catches on the seams of a flat mesh
 r: beyond a flat edge the coplanar neighbour owns the contact, e.g. its
 convex edge at a box mesh's ridge); CONCAVE drops the contact (the
 neighbour's face is at least as close); CONVEX (a ridge or the mesh's
-boundary) keeps its own normal. For hulls the feature is the triangle's part
-that touches along the chosen axis; a non-convex one falls back to the
-triangle-normal face case. The cross axes of a flat or concave edge (the
-triangle's split from its neighbour, not a feature of the surface) only
-prove separation: they never become the contact axis, so the hull's face
-axis (when its touching feature is allowed), else the triangle normal, takes
-over (taken, they made a hull past a box mesh's ridge as deep as under the
-face).
+boundary) keeps its own normal. Hulls need no such rule: a flat edge has
+no axis of its own (its arc is a point, the face's normal), a concave edge
+or a non-convex corner (saddle, concave edge) no cone, so only the face
+normal and the convex features' axes remain.
 
 Reduction. All per-triangle contacts are reduced to the pair's slots: the
 deepest first, then greedily the one farthest (in position, and in normal
@@ -67,7 +74,7 @@ import numpy as np
 
 from . import types as ct
 from .capsule import _closest_seg_seg
-from .convex import (_EDGE_ABS, _EDGE_REL, PlacedHull, _face_manifold, _normalize, box_hull,
+from .convex import (_EDGE_ABS, PlacedHull, _clip_plane, _face_manifold, _normalize, box_hull,
                      closest_on_triangles, place, prism_hull)
 from .types import Contact, GeomWorld, Hull, Mesh
 
@@ -86,10 +93,30 @@ _DUP_REL = 1e-3  # contacts closer than this times the geom radius (and same nor
 _CONCAVE, _FLAT, _CONVEX = 0, 1, 2
 
 
+class Cones(NamedTuple):
+    """The mesh's normal cones at K triangles (see ``jaxode.trimesh``), world
+    frame: edge_normal (K, 3, 3) the neighbour's normal across edge k (zero:
+    a boundary edge); per corner, normals and planes (K, 3, R, 3) the cone's
+    face normals and inward side planes, other (K, 3, R, 3) [m] the far end
+    of the convex mesh edge between normals r and r + 1, foreign (K, 3, R)
+    bool that edge is not one of the triangle's own, count (K, 3) int the
+    number of normals (0: no convex cone), open (K, 3) bool a boundary
+    vertex."""
+
+    edge_normal: jax.Array
+    normals: jax.Array
+    planes: jax.Array
+    other: jax.Array
+    foreign: jax.Array
+    count: jax.Array
+    open: jax.Array
+
+
 class Triangles(NamedTuple):
     """K candidate triangles in the world: corners a, b, c (K, 3) [m], unit
     normals (K, 3), edge_kind and corner_kind (K, 3) int (see ``Mesh``),
-    valid (K,) bool (invalid rows repeat a real triangle, masked)."""
+    valid (K,) bool (invalid rows repeat a real triangle, masked), cones
+    (``Cones`` or None: lone triangles, every edge and corner a boundary)."""
 
     a: jax.Array
     b: jax.Array
@@ -98,6 +125,26 @@ class Triangles(NamedTuple):
     edge_kind: jax.Array
     corner_kind: jax.Array
     valid: jax.Array
+    cones: Cones | None = None
+
+
+def place_triangles(mesh: Mesh, pos, rot, t, valid) -> Triangles:
+    """Triangles ``t`` (K,) int of the mesh placed at the geom pose (pos [m],
+    rot), with their normal cones; valid (K,) bool."""
+    dt = pos.dtype
+    ids = mesh.tris[t]  # (K, 3)
+    mv = mesh.verts.astype(dt)
+    corners = pos + mv[ids] @ rot.T  # (K, 3, 3)
+    oth = mesh.cone_other[ids]  # (K, 3, R)
+    foreign = jnp.all(oth[..., None] != ids[:, None, None, :], axis=-1)
+    cones = Cones(edge_normal=mesh.edge_normal[t].astype(dt) @ rot.T,
+                  normals=mesh.cone_normals[ids].astype(dt) @ rot.T,
+                  planes=mesh.cone_planes[ids].astype(dt) @ rot.T,
+                  other=pos + mv[oth] @ rot.T, foreign=foreign, count=mesh.cone_count[ids],
+                  open=mesh.vert_open[ids] > 0)
+    return Triangles(a=corners[:, 0], b=corners[:, 1], c=corners[:, 2],
+                     normal=mesh.normals[t].astype(dt) @ rot.T, edge_kind=mesh.edge_kind[t],
+                     corner_kind=mesh.corner_kind[t], valid=valid, cones=cones)
 
 
 # ------------------------------------------------------------ candidates
@@ -144,10 +191,7 @@ def gather(mesh: Mesh, g2: GeomWorld, centre, lo, hi, radius, window: tuple,
     t = tid.reshape(-1)[sel]
     cap = k if cap is None else cap
     valid = jnp.arange(k) < jnp.minimum(count, cap)
-    corners = g2.pos + mesh.verts.astype(dt)[mesh.tris[t]] @ g2.rot.T  # (k, 3, 3)
-    tris = Triangles(a=corners[:, 0], b=corners[:, 1], c=corners[:, 2],
-                     normal=mesh.normals[t].astype(dt) @ g2.rot.T,
-                     edge_kind=mesh.edge_kind[t], corner_kind=mesh.corner_kind[t], valid=valid)
+    tris = place_triangles(mesh, g2.pos, g2.rot, t, valid)
     return tris, jnp.maximum(count - cap, 0).astype(jnp.int32)
 
 
@@ -274,17 +318,6 @@ def _triangle_hull(v, n) -> PlacedHull:
                       extent=0.5 * jnp.sum(jnp.max(v, 0) - jnp.min(v, 0)), hull=hull)
 
 
-def _allowed(nu, v, edge_kind, corner_kind, tol):
-    """Whether the triangle's part touching along nu (3,) (from the triangle
-    into the hull) is its face or a convex edge or corner."""
-    proj = v @ nu
-    touch = proj >= jnp.max(proj) - tol
-    nt = jnp.sum(touch)
-    edge = (jnp.argmin(touch) + 1) % 3  # the edge opposite the one vertex not touching
-    return (nt == 3) | ((nt == 2) & (edge_kind[edge] == _CONVEX)) | (
-        (nt == 1) & (corner_kind[jnp.argmax(touch)] == _CONVEX))
-
-
 def triangle_sat(h: PlacedHull, v, n):
     """Separations [m] of hull h and the triangle v (3, 3) (unit normal n)
     along the triangle normal (one-sided: h above the plane), h's face
@@ -307,53 +340,198 @@ def triangle_sat(h: PlacedHull, v, n):
     return sep_t, sep_f, jnp.where(ok, sep_e, -_BIG), u
 
 
-def hull_triangle(h: PlacedHull, v, n, edge_kind, corner_kind, valid):
-    """Hull h (geom 1) against one triangle (v (3, 3), normal n): SAT over the
-    triangle normal, h's faces and all edge pairs (``triangle_sat``), then
-    face clipping or one edge contact (module docstring). Returns (pos (N, 3),
-    normal (N, 3), depth (N,), valid (N,)), N = h's face loop length + 3."""
+def _lone_cone(n):
+    """The cone data of a lone triangle: every edge and corner a boundary."""
+    z = jnp.zeros((3, 1, 3), n.dtype)
+    return Cones(edge_normal=jnp.zeros((3, 3), n.dtype), normals=z, planes=z, other=z,
+                 foreign=jnp.zeros((3, 1), bool), count=jnp.zeros(3, jnp.int32),
+                 open=jnp.ones(3, bool))
+
+
+def _arcs_cross(a, b, c, d):
+    """Whether the Gauss arcs a-b (a mesh edge: its faces' normals) and c-d
+    (a hull edge: its faces' normals negated) cross (Gregorius' Minkowski
+    face test; touching arcs do not count). Broadcasts over leading axes."""
+    bxa, dxc = jnp.cross(b, a), jnp.cross(d, c)
+    cba, dba = jnp.sum(c * bxa, -1), jnp.sum(d * bxa, -1)
+    adc, bdc = jnp.sum(a * dxc, -1), jnp.sum(b * dxc, -1)
+    return (cba * dba < 0) & (adc * bdc < 0) & (cba * bdc > 0)
+
+
+def _unit_cross(x, y):
+    """Unit x cross y and whether x, y are not parallel (broadcasting)."""
+    u = jnp.cross(x, y)
+    u2 = jnp.sum(u * u, -1)
+    ok = u2 > _PARALLEL2 * jnp.sum(x * x, -1) * jnp.sum(y * y, -1)
+    return u / jnp.sqrt(jnp.where(ok, u2, 1.0))[..., None], ok
+
+
+def _clip_triangle_prism(poly, cnt, v, n, top):
+    """The convex polygon (poly (N, 3), cnt) clipped to the prism over the
+    triangle v (3, 3) (normal n), and below its plane when ``top``."""
+    side = jnp.cross(v[jnp.array([1, 2, 0])] - v, n)  # outward side planes (counter-clockwise loop)
+    planes = jnp.concatenate([side, n[None]])
+    offs = jnp.concatenate([jnp.sum(side * v, -1), jnp.where(top, n @ v[0], _BIG)[None]])
+
+    def body(k, carry):  # one loop body: a quarter of the code of four unrolled steps
+        return _clip_plane(carry[0], carry[1], planes[k], offs[k])
+
+    return jax.lax.fori_loop(0, 4, body, (poly, cnt))
+
+
+def hull_triangle(h: PlacedHull, v, n, edge_kind, corner_kind, valid, cones: Cones | None = None):
+    """Hull h (geom 1) against one triangle (v (3, 3), normal n) of the solid
+    the mesh bounds: separation by the triangle's full SAT (as
+    ``triangle_sat``, edge axes both ways), depth and normal by the axes whose support feature
+    on the solid lies on the triangle (its normal cones ``cones``; None: a
+    lone triangle), then face clipping or one edge contact (module
+    docstring). ``corner_kind`` is unused (the cones replace it). Returns
+    (pos (N, 3), normal (N, 3), depth (N,), valid (N,)), N = h's face loop
+    length + 4."""
+    del corner_kind
+    cn = _lone_cone(n) if cones is None else cones
+    dt = v.dtype
     t = _triangle_hull(v, n)
     scale = h.extent + t.extent
+    tol = 100.0 * jnp.finfo(dt).eps
     e = h.hull.edges
-    sep_t, sep_f, sep_all, u = triangle_sat(h, v, n)
-    separated = jnp.maximum(jnp.maximum(sep_t, jnp.max(sep_f)), jnp.max(sep_all)) > 0
-    # the axes of a flat or concave edge are no feature of the surface (the
-    # triangle's split from its neighbour): they only prove separation
-    sep_e = jnp.where((edge_kind == _CONVEX)[:, None], sep_all, -_BIG)
-    bf = jnp.argmax(sep_f)
-    be = jnp.argmax(sep_e.reshape(-1))
-    ie, je = be // sep_e.shape[1], be % sep_e.shape[1]
-    edge_s = sep_e[ie, je]
-    abs_m = _EDGE_ABS * scale
-    use_hf = (-sep_f[bf] + abs_m) * _EDGE_REL < -sep_t
-    face_s = jnp.where(use_hf, sep_f[bf], sep_t)
-    use_edge = (-edge_s + abs_m) * _EDGE_REL < -face_s
-    tol = _FEATURE_REL * scale
-    hf_ok = _allowed(-h.normals[bf], v, edge_kind, corner_kind, tol)
-    use_hf = use_hf & ~use_edge & hf_ok
-    # triangle as the reference face (also the fallback for non-convex features)
-    p_t, d_t, ok_t = _face_manifold(t, 0, h)
+    hv = h.verts
+    # the triangle's full SAT (separation): its normal, h's faces, and its
+    # edges x h's edges in both directions
+    sep_t = jnp.min(hv @ n) - n @ v[0]
+    sep_f = jnp.min(h.normals @ v.T, axis=1) - h.offsets
+    hp = hv[e[:, 0]]
+    he = hv[e[:, 1]] - hp
+    te = v[jnp.array([1, 2, 0])] - v
+    u_o, par_o = _unit_cross(te[:, None, :], he[None])  # (3, E, 3)
+    pt, ph = u_o @ v.T, u_o @ hv.T
+    up = jnp.max(pt, -1) - jnp.min(ph, -1)  # overlap along +u
+    down = jnp.max(ph, -1) - jnp.min(pt, -1)  # along -u
+    sep_o = jnp.where(par_o, -jnp.minimum(up, down), -_BIG)
+    separated = jnp.maximum(jnp.maximum(sep_t, jnp.max(sep_f)), jnp.max(sep_o)) > 0
+
+    def overlap(a):  # the triangle's overlap with h along a (from the mesh into h)
+        return jnp.max(a @ v.T, -1) - jnp.min(a @ hv.T, -1)
+
+    big = jnp.asarray(_BIG, dt)
+    nr = cn.normals.shape[1]
+    r_idx = jnp.arange(nr)
+    in_cnt = r_idx[None, :] < cn.count[:, None]  # (3, R)
+    # the neighbours' normals at the corners (the cones' extreme rays)
+    d_c = jnp.where(in_cnt, overlap(cn.normals), big)
+    # the hull's faces whose normal (negated) lies in a corner's cone, or
+    # that touch a boundary corner (there the triangle is its own solid)
+    a_f = -h.normals
+    inside = jnp.all((jnp.einsum("fk,jrk->fjr", a_f, cn.planes) >= -tol) | ~in_cnt[None], -1)
+    proj = a_f @ v.T  # (F, 3)
+    supp = proj >= jnp.max(proj, -1, keepdims=True) - _FEATURE_REL * scale
+    ok_f = jnp.any((inside & (cn.count >= 3)[None]) | (supp & cn.open[None]), -1)
+    d_f = jnp.where(ok_f, -sep_f, big)
+    # the hull's edges' Gauss arcs (its faces' normals negated)
+    hn = -h.normals[h.hull.edge_faces]  # (E, 2, 3)
+    # own edges: a convex one within its arc (n, neighbour), a boundary one
+    # always, pointing into h
+    m = cn.edge_normal
+    boundary = jnp.sum(m * m, -1) < 0.25
+    into_h = jnp.sum(u_o * (hp - h.centre)[None], -1) < 0
+    arc_side = jnp.sum(u_o * (n + m)[:, None], -1) > 0
+    plus = jnp.where(boundary[:, None], into_h, arc_side)
+    u_o = jnp.where(plus[..., None], u_o, -u_o)
+    arc_o = _arcs_cross(n, m[:, None], hn[None, :, 0], hn[None, :, 1])
+    ok_o = par_o & (boundary[:, None] | ((edge_kind == _CONVEX)[:, None] & arc_o))
+    d_o = jnp.where(ok_o, jnp.where(plus, up, down), big)
+    # the other convex edges at the corners, within their arcs (none where
+    # no vertex has two normals: a flat mesh)
+    if nr >= 2:
+        # every quantity a triple product (as convex._edge_pairs): with the
+        # mesh edge d from corner v_j, the hull edge g from hp, u = d x g,
+        # u . (v_j - hp) = g . (v_j x d) - d . (g x hp), |u|^2 = |d|^2 |g|^2 - (d . g)^2
+        nxt = jnp.where(r_idx + 1 < cn.count[:, None], r_idx + 1, 0)
+        n_next = jnp.take_along_axis(cn.normals, nxt[..., None], 1)  # (3, R, 3)
+        d = cn.other - v[:, None]  # (3, R, 3)
+
+        def dot(x, y):  # (3, R, 3) . (E, 3) -> (3, R, E); small: a fusion, not a batched matmul
+            return jnp.sum(x[:, :, None] * y[None, None], -1)
+
+        dd, gg, dg = jnp.sum(d * d, -1)[..., None], jnp.sum(he * he, -1), dot(d, he)
+        u2 = dd * gg - dg * dg  # (3, R, E)
+        uw = dot(jnp.cross(v[:, None], d), he) - dot(d, jnp.cross(he, hp))
+        side = dot(jnp.cross(cn.normals + n_next, d), he)  # u . (n_r + n_(r+1))
+        bxa = jnp.cross(n_next, cn.normals)
+        dxc = jnp.cross(hn[:, 1], hn[:, 0])
+        cba, dba = dot(bxa, hn[:, 0]), dot(bxa, hn[:, 1])
+        adc, bdc = dot(cn.normals, dxc), dot(n_next, dxc)
+        arc_x = (cba * dba < 0) & (adc * bdc < 0) & (cba * bdc > 0)
+        ok_x = ((u2 > _PARALLEL2 * dd * gg) & arc_x
+                & (in_cnt & cn.foreign & (cn.count >= 2)[:, None])[..., None])
+        # crossing arcs: both supports lie on the two edges, so the overlap
+        # is the axis (oriented out of the mesh) times the offset between them
+        d_x = jnp.where(ok_x, jnp.where(side < 0, -uw, uw) / jnp.sqrt(jnp.where(ok_x, u2, 1.0)),
+                        big)
+    else:
+        d = jnp.zeros((3, 1, 3), dt)
+        d_x = jnp.full((3, 1, e.shape[0]), big)
+        n_next = cn.normals
+    # the shallowest axis; ties (within ODE's 1e-5 of the sizes) go to the
+    # triangle's face, then the hull's face, a neighbour's face, an edge
+    bf = jnp.argmin(d_f)
+    bc = jnp.argmin(d_c.reshape(-1))
+    bo = jnp.argmin(d_o.reshape(-1))
+    bx = jnp.argmin(d_x.reshape(-1))
+    d_e = jnp.minimum(d_o.reshape(-1)[bo], d_x.reshape(-1)[bx])
+    own_e = d_o.reshape(-1)[bo] <= d_x.reshape(-1)[bx]
+    cands = jnp.stack([-sep_t, d_f[bf], d_c.reshape(-1)[bc], d_e])
+    kind = jnp.argmax(cands <= jnp.min(cands) + _EDGE_ABS * scale)
+    depth_sat = cands[kind]
+    # contact normals per kind
+    n_c = cn.normals.reshape(-1, 3)[bc]
+    ie, je = bo // e.shape[0], bo % e.shape[0]
+    ne = e.shape[0]
+    jx, rx, kx = bx // (d_x.shape[1] * ne), (bx // ne) % d_x.shape[1], bx % ne
+    u_x = _normalize(jnp.cross(d[jx, rx], he[kx]), n)
+    u_x = jnp.where(u_x @ (cn.normals[jx, rx] + n_next[jx, rx]) < 0, -u_x, u_x)
+    u_e = jnp.where(own_e, u_o[ie, je], u_x)
+    axis = jnp.where(kind == 0, n, jnp.where(kind == 1, a_f[bf], jnp.where(kind == 2, n_c, u_e)))
+    # the triangle's face or a neighbour's: h's incident face clipped to the
+    # triangle's prism (below its plane for a neighbour's), depths along the axis
+    fi = jnp.argmin(h.normals @ axis)
+    lh = h.hull.faces.shape[1]
+    poly = jnp.concatenate([hv[h.hull.faces[fi]], jnp.zeros((4, 3), dt)])
+    poly, cnt = _clip_triangle_prism(poly, h.hull.face_size[fi], v, n, kind == 2)
+    d_t = jnp.max(v @ axis) - poly @ axis
+    ok_t = (jnp.arange(lh + 4) < cnt) & (d_t >= 0)
     # the hull's face as the reference, the triangle clipped against it
     p_h, d_h, ok_h = _face_manifold(h, bf, t)
+    p_h, d_h, ok_h = (jnp.concatenate([x, jnp.zeros((1,) + x.shape[1:], x.dtype)])
+                      for x in (p_h, d_h, ok_h))
     # one edge-edge contact
-    qa, qb = _closest_seg_seg(v[ie], v[(ie + 1) % 3], h.verts[e[je, 0]], h.verts[e[je, 1]])
-    first = jnp.arange(p_t.shape[0]) == 0
+    s0 = jnp.where(own_e, v[ie], v[jx])
+    s1 = jnp.where(own_e, v[(ie + 1) % 3], cn.other[jx, rx])
+    ke = jnp.where(own_e, je, kx)
+    qa, qb = _closest_seg_seg(s0, s1, hv[e[ke, 0]], hv[e[ke, 1]])
+    first = jnp.arange(lh + 4) == 0
     p_e = jnp.where(first[:, None], 0.5 * (qa + qb), 0.0)
-    d_e = jnp.where(first, -edge_s, 0.0)
-    normal = jnp.where(use_edge, -u[ie, je], jnp.where(use_hf, -h.normals[bf], n))
-    pos = jnp.where(use_edge, p_e, jnp.where(use_hf, p_h, p_t))
-    depth = jnp.where(use_edge, d_e, jnp.where(use_hf, d_h, d_t))
-    ok = jnp.where(use_edge, first, jnp.where(use_hf, ok_h, ok_t))
+    dep_e = jnp.where(first, depth_sat, 0.0)
+    pos = jnp.where(kind == 3, p_e, jnp.where(kind == 1, p_h, poly))
+    depth = jnp.where(kind == 3, dep_e, jnp.where(kind == 1, d_h, d_t))
+    ok = jnp.where(kind == 3, first, jnp.where(kind == 1, ok_h, ok_t))
+    # nothing clipped (the touching part lies outside the clipped region):
+    # one contact between the two supports along the axis, at the axis' depth
+    none = ~jnp.any(ok)
+    sup = 0.5 * (v[jnp.argmax(v @ axis)] + hv[jnp.argmin(hv @ axis)])
+    pos = jnp.where(none, jnp.where(first[:, None], sup, 0.0), pos)
+    depth = jnp.where(none, jnp.where(first, depth_sat, 0.0), depth)
+    ok = jnp.where(none, first, ok)
     front = n @ (h.centre - v[0]) >= 0
     ok = ok & valid & front & ~separated
-    return pos, jnp.broadcast_to(normal, pos.shape), depth, ok
+    return pos, jnp.broadcast_to(axis, pos.shape), depth, ok
 
 
 def hull_trimesh(h: PlacedHull, tris: Triangles, ncon: int, scale) -> Contact:
     """Hull vs every candidate triangle, reduced to ``ncon`` slots."""
     v = jnp.stack([tris.a, tris.b, tris.c], axis=1)
     pos, n, depth, ok = jax.vmap(lambda *x: hull_triangle(h, *x))(
-        v, tris.normal, tris.edge_kind, tris.corner_kind, tris.valid)
+        v, tris.normal, tris.edge_kind, tris.corner_kind, tris.valid, tris.cones)
     return reduce_contacts(pos.reshape(-1, 3), n.reshape(-1, 3), depth.reshape(-1),
                            ok.reshape(-1), ncon, scale)
 

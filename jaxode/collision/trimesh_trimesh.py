@@ -27,9 +27,12 @@ from the triangle down along -n_A to the plane through A's geom origin
 parallel to it (for a box mesh centred on its origin: down to the centre
 plane; at least ``_MIN_THICK`` of A's radius where the plane passes through
 or behind the origin, e.g. in a concave part). That prism is a hull against
-B's triangle as ``trimesh.hull_triangle`` tests a hull: SAT over B's normal
-(one-sided), the prism's faces and the edge pairs, then face clipping (B's
-triangle or a prism face as the reference) or one edge-edge contact. The
+B's lone triangle: SAT over B's normal (one-sided), the prism's faces and
+the edge pairs (``trimesh.triangle_sat``), the axis chosen with ODE's
+box-box margins, then face clipping (B's triangle or a prism face as the
+reference) or one edge-edge contact. (Hull-trimesh restricts each
+triangle's axes by the mesh's normal cones instead, ``trimesh.hull_triangle``;
+the prism pair does not use the cones yet.) The
 normal points from B into A (ODE's convention), depth > 0 penetration.
 
 One-sidedness. B's triangle is one-sided on A's geom origin: the pair
@@ -41,9 +44,9 @@ and, further, meets only B triangles it faces (n_A . n_B < 0): a triangle
 turned away from B has no business touching it, its prism's back and sides
 are not A's surface.
 
-Internal edges, both meshes. B's: as hull-trimesh (the axes of B's flat or
-concave edges only prove separation; a prism face axis is used only where
-B's touching feature is convex). A's: the prism's back face and the side
+Internal edges, both meshes. B's: the axes of B's flat or concave edges
+only prove separation; a prism face axis is used only where B's touching
+feature is convex (``_allowed``). A's: the prism's back face and the side
 faces and edges standing on A's flat or concave edges are not A's surface,
 so their axes only prove separation too; a lateral prism edge is a feature
 only at a corner both of whose triangle edges are convex. So neither mesh's
@@ -81,8 +84,8 @@ import numpy as np
 
 from .capsule import _closest_seg_seg
 from .convex import _EDGE_ABS, _EDGE_REL, PlacedHull, _face_manifold
-from .trimesh import (_BIG, _CONVEX, _FEATURE_REL, Triangles, _allowed, _triangle_hull,
-                      reduce_contacts, triangle_sat)
+from .trimesh import (_BIG, _CONVEX, _FEATURE_REL, Triangles, _triangle_hull, reduce_contacts,
+                      triangle_sat)
 from .types import Contact, GeomWorld, Hull
 
 TRIMESH_TRIMESH_NCON = 8
@@ -127,6 +130,19 @@ def triangle_prism(u, n, thick) -> PlacedHull:
     extent = 0.5 * jnp.sum(jnp.max(verts, 0) - jnp.min(verts, 0))
     return PlacedHull(verts=verts, normals=normals, offsets=offsets, centre=centre,
                       extent=extent, hull=hull)
+
+
+def _allowed(nu, v, edge_kind, corner_kind, tol):
+    """Whether B's triangle's part touching along nu (3,) (from the triangle
+    into A's prism) is its face or a convex edge or corner. (Hull-trimesh
+    replaced this rule by normal cones, ``trimesh.hull_triangle``; the prism
+    pair keeps it: its A side has its own masks, ``_prism_masks``.)"""
+    proj = v @ nu
+    touch = proj >= jnp.max(proj) - tol
+    nt = jnp.sum(touch)
+    edge = (jnp.argmin(touch) + 1) % 3  # the edge opposite the one vertex not touching
+    return (nt == 3) | ((nt == 2) & (edge_kind[edge] == _CONVEX)) | (
+        (nt == 1) & (corner_kind[jnp.argmax(touch)] == _CONVEX))
 
 
 def _prism_masks(edge_kind_a):

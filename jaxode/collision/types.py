@@ -117,7 +117,11 @@ class Mesh:
     each triangle per axis; origin (3,) [m] the grid's low corner; cell (3,)
     [m] cell sides; dims (3,) int cells per axis; cells (C, M) int triangle
     ids per cell (-1: none), cell index ``(i * ny + j) * nz + k``; ntri ()
-    int the real triangle count.
+    int the real triangle count. Normal cones (``jaxode.trimesh.MeshData``):
+    edge_normal (T, 3, 3) the neighbour's normal across each edge (zero: a
+    boundary edge); per vertex cone_normals, cone_planes (V, R, 3),
+    cone_other (V, R) int, cone_count (V,) int (0: no convex cone) and
+    vert_open (V,) int (1: a boundary vertex).
     """
 
     verts: jax.Array
@@ -133,3 +137,9 @@ class Mesh:
     dims: jax.Array
     cells: jax.Array
     ntri: jax.Array
+    edge_normal: jax.Array
+    cone_normals: jax.Array
+    cone_planes: jax.Array
+    cone_other: jax.Array
+    cone_count: jax.Array
+    vert_open: jax.Array
