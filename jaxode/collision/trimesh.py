@@ -309,7 +309,9 @@ _TRI_EDGES = np.array([[0, 1], [1, 2], [2, 0]])
 def _triangle_hull(v, n) -> PlacedHull:
     """One triangle (v (3, 3) world corners, unit normal n) as a flat hull of
     two faces (front and back), for ``_face_manifold``."""
-    i = jnp.asarray
+    def i(x):  # int32 index tables, with or without jax_enable_x64
+        return jnp.asarray(x, jnp.int32)
+
     hull = Hull(verts=v, normals=jnp.stack([n, -n]), offsets=jnp.stack([n @ v[0], -(n @ v[0])]),
                 faces=i(_TRI_FACES), face_size=i(np.array([3, 3])), edges=i(_TRI_EDGES),
                 edge_faces=i(np.zeros((3, 2), np.int64) + [0, 1]), tris=i(_TRI_FACES[:1]),
