@@ -36,6 +36,7 @@ from scipy.spatial.transform import Rotation
 from jaxode import hull as hull_lib
 from jaxode import trimesh as mesh_lib
 from jaxode.collision import trimesh as tm
+from jaxode.collision.convex import place
 from jaxode.collision.types import GeomWorld, Hull, Mesh
 
 POSES = 160
@@ -84,11 +85,6 @@ SHAPES = {"box": box_points([0.4, 0.3, 0.2]), "cylinder": PRISM, "convex": CONVE
 
 def tables(data):
     return Mesh(**{k: jnp.asarray(x[0]) for k, x in mesh_lib.pad_meshes([data]).items()})
-
-
-def hull_tables(points):
-    return Hull(**{k: jnp.asarray(x[0]) for k, x in
-                   hull_lib.pad_hulls([hull_lib.build_hull(points)]).items()})
 
 
 # ------------------------------------------------------------------ tables
@@ -140,14 +136,29 @@ def test_flat_and_inside_out_cones():
 
 
 # ------------------------------------------------------------------ the solid
-def _pair(shape):
-    if shape == "box":
-        return lambda g1, g2, tr: tm.box_trimesh(g1, g2, tr), np.array([0.4, 0.3, 0.2])
-    if shape == "cylinder":
-        return lambda g1, g2, tr: tm.cylinder_trimesh(g1, g2, tr), np.array([*CYL, 0.0])
-    h = hull_tables(CONVEX)
-    r = float(np.max(np.linalg.norm(CONVEX, axis=1)))
-    return lambda g1, g2, tr: tm.convex_trimesh(g1, g2, tr, h), np.array([0.0, r, 0.0])
+# every mesh and every shape padded into one table each, so that one compiled
+# function serves all six cases (the box and the 16-gon prism as the hulls
+# of their corners: box_trimesh and cylinder_trimesh are hull_trimesh on
+# those hulls)
+_MESH_KEYS, _SHAPE_KEYS = sorted(MESHES), sorted(SHAPES)
+_MESH_T = mesh_lib.pad_meshes([mesh_lib.build_mesh(*MESHES[k]) for k in _MESH_KEYS])
+_HULL_T = hull_lib.pad_hulls([hull_lib.build_hull(SHAPES[k]) for k in _SHAPE_KEYS])
+_NT = _MESH_T["tris"].shape[1]
+
+
+@jax.jit
+def _solid_contacts(mesh_t, ntri, hull, pos, rots):
+    """Contacts (normal, depth, valid) of the hull at each pose against the
+    mesh, all its triangles candidates."""
+    scale = jnp.max(jnp.linalg.norm(hull.verts, axis=-1))
+
+    def one(p, r):
+        tris = tm.place_triangles(mesh_t, jnp.zeros(3), jnp.eye(3), jnp.arange(_NT),
+                                  jnp.arange(_NT) < ntri)
+        c = tm.hull_trimesh(place(hull, p, r), tris, tm.CONVEX_TRIMESH_NCON, scale)
+        return c.normal, c.depth, c.valid
+
+    return jax.vmap(one)(pos, rots)
 
 
 def _solid(mv, hv):
@@ -164,21 +175,11 @@ def _solid(mv, hv):
 @pytest.mark.parametrize("shape", sorted(SHAPES))
 def test_hull_against_closed_mesh_is_the_solid(mesh, shape):
     mv, mt = MESHES[mesh]
-    data = mesh_lib.build_mesh(mv, mt)
-    ntri = len(mt)
-    mesh_t = tables(data)
-    fn, size = _pair(shape)
+    im, ih = _MESH_KEYS.index(mesh), _SHAPE_KEYS.index(shape)
+    mesh_t = Mesh(**{k: jnp.asarray(x[im]) for k, x in _MESH_T.items()})
+    hull = Hull(**{k: jnp.asarray(x[ih]) for k, x in _HULL_T.items()})
     hpts = SHAPES[shape]
-    centre = np.asarray(hull_tables(hpts).centre) if shape == "convex" else np.zeros(3)
-
-    @jax.jit
-    @jax.vmap
-    def contacts(p, r):
-        g2 = GeomWorld(jnp.zeros(3), jnp.eye(3), jnp.zeros(3))
-        tris = tm.place_triangles(mesh_t, g2.pos, g2.rot, jnp.arange(ntri), jnp.ones(ntri, bool))
-        c = fn(GeomWorld(p, r, jnp.asarray(size)), g2, tris)
-        return c.normal, c.depth, c.valid
-
+    centre = np.asarray(hull.centre)
     rng = np.random.default_rng(zlib.crc32(f"{mesh} {shape}".encode()))
     rots = Rotation.random(POSES, random_state=rng.integers(1 << 31)).as_matrix()
     ext = np.max(np.abs(mv), 0) + np.max(np.linalg.norm(hpts, axis=1))
@@ -189,7 +190,8 @@ def test_hull_against_closed_mesh_is_the_solid(mesh, shape):
     reach = (np.max(u @ mv.T, 1) + np.max(np.einsum("nij,kj,ni->nk", rots[:POSES // 2], hpts, -u), 1)
              - rng.uniform(0.0, 0.04, POSES // 2))
     pos[:POSES // 2] = u * reach[:, None]
-    cn, cd, cv = (np.asarray(x) for x in contacts(jnp.asarray(pos), jnp.asarray(rots)))
+    cn, cd, cv = (np.asarray(x) for x in _solid_contacts(
+        mesh_t, len(mt), hull, jnp.asarray(pos), jnp.asarray(rots)))
     eq = ConvexHull(mv).equations
     checked = 0
     for i in range(POSES):
