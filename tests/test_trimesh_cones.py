@@ -38,6 +38,7 @@ from jaxode import trimesh as mesh_lib
 from jaxode.collision import trimesh as tm
 from jaxode.collision.convex import place
 from jaxode.collision.types import GeomWorld, Hull, Mesh
+from truths import box_points, oriented_hull
 
 POSES = 160
 
@@ -46,25 +47,6 @@ POSES = 160
 def _x64():
     with jax.enable_x64(True):
         yield
-
-
-def oriented_hull(points):
-    """The convex hull's triangles, counter-clockwise from outside, and its vertices."""
-    h = ConvexHull(points)
-    t = np.array(h.simplices)
-    for k in range(len(t)):
-        a, b, c = points[t[k]]
-        if np.cross(b - a, c - a) @ h.equations[k, :3] < 0:
-            t[k, [1, 2]] = t[k, [2, 1]]
-    used = np.unique(t)
-    remap = -np.ones(len(points), int)
-    remap[used] = np.arange(len(used))
-    return points[used], remap[t]
-
-
-def box_points(size):
-    s = np.array([-0.5, 0.5])
-    return np.array(np.meshgrid(s, s, s, indexing="ij")).reshape(3, -1).T * np.asarray(size)
 
 
 def ellipsoid_points(n, seed, radii):

@@ -17,17 +17,31 @@ def slide_recursion(v0: float, mu: float, h: float, n: int, g: float = G) -> flo
     return x
 
 
+def oriented_hull(points):
+    """The closed triangle surface of the convex hull of points (N, 3) [m]:
+    the vertices it uses and its triangles over them, counter-clockwise
+    seen from outside (scipy's Qhull, outward by its facet equations)."""
+    from scipy.spatial import ConvexHull
+
+    h = ConvexHull(points)
+    t = np.array(h.simplices)
+    for k in range(len(t)):
+        a, b, c = points[t[k]]
+        if np.cross(b - a, c - a) @ h.equations[k, :3] < 0:
+            t[k, [1, 2]] = t[k, [2, 1]]
+    used = np.unique(t)
+    remap = -np.ones(len(points), int)
+    remap[used] = np.arange(len(used))
+    return points[used], remap[t]
+
+
+def box_points(size):
+    """The 8 corners (8, 3) [m] of a centred box of ``size`` (3,) [m]."""
+    s = np.array([-0.5, 0.5])
+    return np.array(np.meshgrid(s, s, s, indexing="ij")).reshape(3, -1).T * np.asarray(size)
+
+
 def box_mesh(size):
     """The 12-triangle closed surface of a centred box of ``size`` [m]: vertices
     (8, 3) and triangles (12, 3), counter-clockwise seen from outside."""
-    from scipy.spatial import ConvexHull
-
-    s = np.array([-0.5, 0.5])
-    v = np.array(np.meshgrid(s, s, s, indexing="ij")).reshape(3, -1).T * size
-    h = ConvexHull(v)
-    t = np.array(h.simplices)
-    for k in range(len(t)):
-        a, b, c = v[t[k]]
-        if np.cross(b - a, c - a) @ h.equations[k, :3] < 0:
-            t[k, [1, 2]] = t[k, [2, 1]]
-    return v, t
+    return oriented_hull(box_points(size))
