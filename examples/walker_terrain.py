@@ -8,10 +8,11 @@ torso collide with the terrain (capsule-heightfield, box-heightfield). After
 3 s we report throughput, upright worlds and the forward distance per mu,
 next to what the same worlds do on the flat plane (``--compare``).
 
-Measured (idle 2-core CPU, one XLA device, float32, 2026-11-23, after the
-batch-aware collision/solver): 1024 worlds x 300 steps on the terrain:
-compile 18 s, 12,162 world-steps/s, all upright, 0.55-0.67 m forward; on the
-plane (``--compare``) compile 13 s, 16,646 world-steps/s, 0.58-0.74 m.
+Measured (idle 2-core CPU, one XLA device, float32, session 9, after the
+copy-free row writes): 1024 worlds x 300 steps on the terrain: compile 18 s,
+14,873 world-steps/s (session 7: 12,162), all upright, 0.55-0.67 m forward;
+on the plane (``--compare``) compile 13 s, 22,670 world-steps/s (16,646),
+0.58-0.74 m.
 
 Run:  python examples/walker_terrain.py [--worlds 1024] [--steps 300] [--bumps 0.04]
 """
