@@ -15,6 +15,8 @@ normal cones too).
 from __future__ import annotations
 
 import os
+import sys
+from pathlib import Path
 
 os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false "
                       "intra_op_parallelism_threads=1")
@@ -29,32 +31,12 @@ from jaxode import trimesh as mesh_lib  # noqa: E402
 from jaxode.collision import trimesh as tm  # noqa: E402
 from jaxode.collision.types import GeomWorld, Mesh  # noqa: E402
 
+# the closed-form shapes the tests use (tests/truths.py, next to this tree's bench/)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from truths import box_mesh, grid_mesh  # noqa: E402
+
 SIZE = np.array([0.4, 0.3, 0.2])
 N = 1024
-
-
-def flat_mesh(n=8, h=0.25):
-    v = np.array([(i * h - n * h / 2, j * h - n * h / 2, 0.0) for i in range(n + 1)
-                  for j in range(n + 1)])
-    t = []
-    for i in range(n):
-        for j in range(n):
-            a, b = i * (n + 1) + j, (i + 1) * (n + 1) + j
-            t += [(a, b, b + 1), (a, b + 1, a + 1)]
-    return v, np.array(t)
-
-
-def box_mesh(size=np.array([0.8, 0.6, 0.5])):
-    from scipy.spatial import ConvexHull
-    s = np.array([-0.5, 0.5])
-    v = np.array(np.meshgrid(s, s, s, indexing="ij")).reshape(3, -1).T * size
-    h = ConvexHull(v)
-    t = np.array(h.simplices)
-    for k in range(len(t)):
-        a, b, c = v[t[k]]
-        if np.cross(b - a, c - a) @ h.equations[k, :3] < 0:
-            t[k, [1, 2]] = t[k, [2, 1]]
-    return v, t
 
 
 def measure(name, v, t, top):
@@ -97,5 +79,5 @@ def measure(name, v, t, top):
 
 
 if __name__ == "__main__":
-    measure("flat", *flat_mesh(), 0.0)
-    measure("box", *box_mesh(), 0.25)
+    measure("flat", *grid_mesh(8, 2.0), 0.0)
+    measure("box", *box_mesh(np.array([0.8, 0.6, 0.5])), 0.25)

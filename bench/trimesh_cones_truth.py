@@ -22,6 +22,7 @@ Usage: PYTHONPATH=<tree> python bench/trimesh_cones_truth.py [poses]
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import jax
 
@@ -37,26 +38,11 @@ from jaxode.collision import convex  # noqa: E402
 from jaxode.collision import trimesh as tm  # noqa: E402
 from jaxode.collision.types import GeomWorld, Hull, Mesh  # noqa: E402
 
+# the closed-form shapes the tests use (tests/truths.py, next to this tree's bench/)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from truths import box_points, oriented_hull  # noqa: E402
+
 RNG = np.random.default_rng(7)
-
-
-def oriented_hull(points):
-    """Closed triangle surface of the convex hull of points, counter-clockwise from outside."""
-    h = ConvexHull(points)
-    t = np.array(h.simplices)
-    for k in range(len(t)):
-        a, b, c = points[t[k]]
-        if np.cross(b - a, c - a) @ h.equations[k, :3] < 0:
-            t[k, [1, 2]] = t[k, [2, 1]]
-    used = np.unique(t)
-    remap = -np.ones(len(points), int)
-    remap[used] = np.arange(len(used))
-    return points[used], remap[t]
-
-
-def box_points(size):
-    s = np.array([-0.5, 0.5])
-    return np.array(np.meshgrid(s, s, s, indexing="ij")).reshape(3, -1).T * size
 
 
 def hull_tables(points):

@@ -23,7 +23,7 @@ import pytest
 from scipy.optimize import minimize
 from scipy.spatial import ConvexHull
 from scipy.spatial.transform import Rotation
-from truths import box_mesh
+from truths import box_mesh, grid_mesh
 
 import jaxode
 from jaxode import kinematics
@@ -48,18 +48,6 @@ def _fresh_rng(request):
 
 def jit(f):
     return jax.jit(f, compiler_options=_OPTS)
-
-
-def grid_mesh(n, length, z=0.0):
-    """A flat square of n x n quads (2 n^2 coplanar triangles), normal +z."""
-    xs = np.linspace(-length / 2, length / 2, n + 1)
-    v = np.array([(x, y, z) for x in xs for y in xs])
-    t = []
-    for i in range(n):
-        for j in range(n):
-            a, b = i * (n + 1) + j, (i + 1) * (n + 1) + j
-            t += [(a, b, b + 1), (a, b + 1, a + 1)]
-    return v, np.array(t)
 
 
 def one_triangle(v):

@@ -38,7 +38,7 @@ from jaxode import trimesh as mesh_lib
 from jaxode.collision import trimesh as tm
 from jaxode.collision.convex import place
 from jaxode.collision.types import GeomWorld, Hull, Mesh
-from truths import box_points, oriented_hull
+from truths import box_points, grid_mesh, oriented_hull
 
 POSES = 160
 
@@ -100,15 +100,9 @@ def test_box_mesh_cones_are_the_box():
 
 
 def test_flat_and_inside_out_cones():
-    n = 4
-    v = np.array([(i, j, 0.0) for i in range(n + 1) for j in range(n + 1)], float)
-    t = []
-    for i in range(n):
-        for j in range(n):
-            a, b = i * (n + 1) + j, (i + 1) * (n + 1) + j
-            t += [(a, b, b + 1), (a, b + 1, a + 1)]
-    d = mesh_lib.build_mesh(v, np.array(t))
-    inner = (v[:, 0] > 0) & (v[:, 0] < n) & (v[:, 1] > 0) & (v[:, 1] < n)
+    v, t = grid_mesh(4, 4.0)  # vertices on the integers -2 .. 2
+    d = mesh_lib.build_mesh(v, t)
+    inner = (np.abs(v[:, 0]) < 1.5) & (np.abs(v[:, 1]) < 1.5)
     np.testing.assert_array_equal(d.cone_count, np.where(inner, 1, 0))
     np.testing.assert_array_equal(d.vert_open, ~inner)
     np.testing.assert_allclose(d.cone_normals[inner, 0], np.tile([0, 0, 1.0], (inner.sum(), 1)))
@@ -197,14 +191,8 @@ def test_hull_against_closed_mesh_is_the_solid(mesh, shape):
 def test_box_above_a_flat_mesh_is_on_a_plane():
     """Random tilted boxes over the inside of a 128-triangle flat mesh: the
     deepest contact is the lowest corner's depth, every normal is +z."""
-    n, h = 8, 0.25
-    v = np.array([(i * h - 1.0, j * h - 1.0, 0.0) for i in range(n + 1) for j in range(n + 1)])
-    t = []
-    for i in range(n):
-        for j in range(n):
-            a, b = i * (n + 1) + j, (i + 1) * (n + 1) + j
-            t += [(a, b, b + 1), (a, b + 1, a + 1)]
-    mesh_t = tables(mesh_lib.build_mesh(v, np.array(t)))
+    v, t = grid_mesh(8, 2.0)
+    mesh_t = tables(mesh_lib.build_mesh(v, t))
     size = np.array([0.4, 0.3, 0.2])
     rng = np.random.default_rng(5)
     rots = Rotation.random(POSES, random_state=6).as_matrix()

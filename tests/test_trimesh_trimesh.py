@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy.spatial.transform import Rotation
-from truths import box_mesh, slide_recursion
+from truths import box_mesh, grid_mesh, slide_recursion
 
 import jaxode
 from jaxode import kinematics, narrowphase
@@ -233,17 +233,6 @@ def test_a_pair_without_collider_is_still_refused(monkeypatch):
 
 
 # ------------------------------------------------------------------ dynamics
-def floor_mesh(n=8, half=2.0):
-    """A flat square of side 2 half [m] at z = 0, n x n squares of two
-    triangles each, normals +z."""
-    xs = np.linspace(-half, half, n + 1)
-    x, y = np.meshgrid(xs, xs, indexing="ij")
-    v = np.stack([x.ravel(), y.ravel(), np.zeros(x.size)], 1)
-    a = (np.arange(n)[:, None] * (n + 1) + np.arange(n)[None, :]).ravel()
-    t = np.concatenate([np.stack([a, a + n + 1, a + n + 2], 1), np.stack([a, a + n + 2, a + 1], 1)])
-    return v, t
-
-
 STEPS = 150
 EDGE = 0.4  # [m] the regular tetrahedron's edge
 TETRA_AT = np.array([-1.2, 1.2, 0.3])
@@ -274,7 +263,7 @@ def floor():
     m = jaxode.mass.trimesh(va, ta, density=500.0)
     b = jaxode.WorldBuilder(gravity=(0.0, 0.0, -9.81))
     mine = dict(category_bits=1, collide_bits=1)
-    b.add_trimesh(*floor_mesh(), **mine)
+    b.add_trimesh(*grid_mesh(8, 4.0), **mine)
     b.add_trimesh(va, ta, body=b.add_body(pos=(0.1, 1.05, 0.16), mass=m), **mine)
     b.add_trimesh(va, ta, body=b.add_body(pos=(-1.5, -1.0, 0.15), vel=(2.0, 0.0, 0.0), mass=m),
                   surface=jaxode.Surface(mu=0.2), **mine)

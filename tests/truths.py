@@ -17,6 +17,19 @@ def slide_recursion(v0: float, mu: float, h: float, n: int, g: float = G) -> flo
     return x
 
 
+def grid_mesh(n, length, z=0.0):
+    """A flat square of side ``length`` [m] centred at the origin, at height z,
+    of n x n quads (2 n^2 coplanar triangles), normal +z; vertices x-major."""
+    xs = np.linspace(-length / 2, length / 2, n + 1)
+    v = np.array([(x, y, z) for x in xs for y in xs])
+    t = []
+    for i in range(n):
+        for j in range(n):
+            a, b = i * (n + 1) + j, (i + 1) * (n + 1) + j
+            t += [(a, b, b + 1), (a, b + 1, a + 1)]
+    return v, np.array(t)
+
+
 def oriented_hull(points):
     """The closed triangle surface of the convex hull of points (N, 3) [m]:
     the vertices it uses and its triangles over them, counter-clockwise
