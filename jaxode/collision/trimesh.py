@@ -381,16 +381,15 @@ def _clip_triangle_prism(poly, cnt, v, n, top):
     return jax.lax.fori_loop(0, 4, body, (poly, cnt))
 
 
-def hull_triangle(h: PlacedHull, v, n, edge_kind, corner_kind, valid, cones: Cones | None = None):
+def hull_triangle(h: PlacedHull, v, n, edge_kind, valid, cones: Cones | None = None):
     """Hull h (geom 1) against one triangle (v (3, 3), normal n) of the solid
     the mesh bounds: separation by the triangle's full SAT (as
     ``triangle_sat``, edge axes both ways), depth and normal by the axes whose support feature
     on the solid lies on the triangle (its normal cones ``cones``; None: a
     lone triangle), then face clipping or one edge contact (module
-    docstring). ``corner_kind`` is unused (the cones replace it). Returns
+    docstring); the cones replace the corner kinds. Returns
     (pos (N, 3), normal (N, 3), depth (N,), valid (N,)), N = h's face loop
     length + 4."""
-    del corner_kind
     cn = _lone_cone(n) if cones is None else cones
     dt = v.dtype
     t = _triangle_hull(v, n)
@@ -533,7 +532,7 @@ def hull_trimesh(h: PlacedHull, tris: Triangles, ncon: int, scale) -> Contact:
     """Hull vs every candidate triangle, reduced to ``ncon`` slots."""
     v = jnp.stack([tris.a, tris.b, tris.c], axis=1)
     pos, n, depth, ok = jax.vmap(lambda *x: hull_triangle(h, *x))(
-        v, tris.normal, tris.edge_kind, tris.corner_kind, tris.valid, tris.cones)
+        v, tris.normal, tris.edge_kind, tris.valid, tris.cones)
     return reduce_contacts(pos.reshape(-1, 3), n.reshape(-1, 3), depth.reshape(-1),
                            ok.reshape(-1), ncon, scale)
 
