@@ -7,14 +7,13 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from jaxode import (constraint, integrate, joints, kinematics, narrowphase, solver,
-                    solver_colored)
+from jaxode import constraint, integrate, joints, kinematics, narrowphase, solver
 from jaxode.constraint import Rows
 from jaxode import math as jm
 from jaxode.types import Model, Params, State
 
-# Model.solver -> the row solver (both take the same arguments; see each module).
-SOLVERS = {"pgs": solver.solve_pgs, "colored": solver_colored.solve_colored}
+# Model.solver -> the row order (see jaxode.solver).
+SOLVERS = solver.SWEEPS
 
 
 def _pad(x: jax.Array) -> jax.Array:
@@ -103,10 +102,7 @@ def physics_step(model: Model, state: State, params: Params, dt: jax.Array) -> S
     acc_lin = inv_mass[:, None] * facc
     acc_ang = jnp.einsum("nij,nj->ni", inv_inertia_w, tacc)
     rhs_body = _pad(-jnp.concatenate([state.vel / h + acc_lin, state.angvel / h + acc_ang], axis=-1))
-    if model.solver not in SOLVERS:
-        raise ValueError(f"model.solver must be one of {tuple(SOLVERS)} (got {model.solver!r})")
-    solve = SOLVERS[model.solver]
-    lam_n, lam_f, fc = solve(head, tail, inv_mass_p, inv_inertia_p, rhs_body, h,
+    lam_n, lam_f, fc = solver.solve(model.solver, head, tail, inv_mass_p, inv_inertia_p, rhs_body, h,
                              jnp.asarray(p.sor, dtype), model.iterations,
                              block=5 if model.angular_friction else 2,
                              cone=model.friction_cone, cone_rows=cone_rows)
