@@ -170,8 +170,13 @@ class State:
       in the last step (before capacity truncation);
     overflow_pairs, overflow_contacts: running totals of candidate pairs and
       contacts dropped for lack of capacity (0 means nothing was ever dropped);
-    nonfinite: set when a step produced a non-finite state; that step is undone
-      and the world is frozen until reset;
+    nonfinite: set when a step produced a non-finite state (that step is undone),
+      and also when ``step``/``rollout`` found, at run time (traced values
+      inside jit/vmap), invalid inputs for this world: params out of their
+      declared range (:mod:`jaxode.params_spec`), dt outside
+      [DT_MIN, DT_MAX], a zero or non-finite quaternion (the state is then
+      left as it was); either way the world is frozen until reset and the
+      other worlds of a batch are untouched;
     joint_feedback (njoint, 4, 3): ODE's dJointFeedback f1, t1, f2, t2 [N, N m]
       of the last step (force and torque each joint applied to its bodies).
     """
