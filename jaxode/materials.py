@@ -261,7 +261,11 @@ def _load_raisim_xml(path: str) -> MaterialTable:
 
 
 def _load_choreonoid_yaml(path: str) -> MaterialTable:
-    import yaml
+    try:
+        import yaml
+    except ImportError:
+        raise ImportError(f"{path}: reading .yaml material files needs PyYAML: "
+                          f"pip install pyyaml (or pip install jaxode[yaml])") from None
 
     with open(path, "r", encoding="utf-8") as f:
         text = f.read()
