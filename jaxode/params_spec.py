@@ -467,8 +467,10 @@ def check_values(params, where: str = "params") -> None:
                              f"{float(lo[i])!r}, hi {float(hi[i])!r} at index {i})")
     mats = np.asarray(params.body_inertia, np.float64).reshape((-1, 3, 3))
     if mats.size:
-        sym = np.allclose(mats, np.swapaxes(mats, -1, -2), rtol=1e-6, atol=0)
-        if not sym or np.any(np.linalg.eigvalsh(mats) <= 0):
+        scale = np.max(np.abs(mats), axis=(-2, -1), keepdims=True)
+        finite = bool(np.all(np.isfinite(mats)))
+        sym = finite and bool(np.all(np.abs(mats - np.swapaxes(mats, -1, -2)) <= 1e-5 * scale))
+        if not sym or np.any(np.linalg.eigvalsh(0.5 * (mats + np.swapaxes(mats, -1, -2))) <= 0):
             raise ValueError(f"{where}.body_inertia: every body's inertia must be a symmetric, "
                              f"positive definite 3x3 matrix [kg m^2] (got "
                              f"{mats.tolist()!r})")
