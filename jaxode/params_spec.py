@@ -144,7 +144,6 @@ def _mp(name, doc, **kw):
 
 _NONNEG = dict(lo=0.0)
 _UNIT = dict(lo=0.0, hi=1.0)
-_SURF_UNSET = "negative: unset (see the field)"
 
 SPECS_LIST = (
     # ------------------------------------------------------------------ world

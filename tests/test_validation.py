@@ -8,7 +8,6 @@ import dataclasses
 import json
 import math
 import sys
-import zipfile
 
 import jax
 import jax.numpy as jnp
