@@ -4,7 +4,12 @@ Build a scene with :class:`WorldBuilder`, then ``init``, ``step`` and
 ``rollout`` it; ``jax.vmap`` over states and ``Params`` steps many worlds.
 ``raycast`` reads the scene with rays (lidar, height scans).
 """
-from jaxode import mass
+# Before anything creates an array: XLA flags for every core and bitwise batch
+# invariance (see jaxode/xla.py; JAXODE_XLA_DEFAULTS=0 leaves XLA_FLAGS alone).
+from jaxode import xla  # noqa: E402,I001
+xla.configure()
+
+from jaxode import mass  # noqa: E402
 from jaxode.api import (add_force, add_force_at_pos, add_force_at_rel_pos, add_rel_force,
                         add_rel_force_at_pos, add_rel_force_at_rel_pos, add_rel_torque,
                         add_torque, init, rollout, step)

@@ -6,6 +6,7 @@ from typing import Optional
 
 import jax
 import jax.numpy as jnp
+from jax.custom_batching import custom_vmap
 
 from jaxode import math as jm
 from jaxode import params_spec
@@ -124,9 +125,66 @@ def _guard_inputs(state: State, params: Params, dt) -> State:
     return state.replace(quat=quat, nonfinite=state.nonfinite | ~ok)
 
 
+def as_batch_member(fn, model: Model, state: State, params: Params, dt):
+    """``fn(model, state, params, dt)`` for one world, run as a member of a batch.
+
+    Alone (not under ``vmap``) the world runs as a batch of one
+    (``jax.vmap`` over a leading axis of size 1); under ``jax.vmap`` the batch
+    runs as one ``vmap`` of ``fn``. Either way a world is stepped by the same
+    batched program, so its trajectory is bitwise the same alone, in a vmap of
+    one and in any batch (with FMA contraction off, see :mod:`jaxode.xla`):
+    XLA compiles an unbatched program differently (other fusions, other
+    rounding). Derivatives (forward and reverse) go through the batch of one.
+    """
+    # The model's arrays travel as arguments too (a custom_vmap function may not
+    # close over traced values). The batch of one batches the state and the
+    # params, as users' vmaps do, and leaves the model and dt unbatched.
+    leaves, tree = jax.tree.flatten((model, state, params, dt))
+    nm, ns, npar = (len(jax.tree.leaves(x)) for x in (model, state, params))
+
+    def call(flat):
+        # An optimisation barrier on the float inputs: a model, params or state
+        # that a caller's jit closes over are constants there, and XLA's constant
+        # folding evaluates what depends only on them with its own arithmetic.
+        floats = [i for i, x in enumerate(flat) if jnp.issubdtype(jnp.result_type(x), jnp.floating)]
+        held = jax.lax.optimization_barrier([flat[i] for i in floats])
+        flat = list(flat)
+        for i, x in zip(floats, held):
+            flat[i] = x
+        return fn(*jax.tree.unflatten(tree, flat))
+
+    def alone(*flat):
+        axes = [None] * nm + [0] * (ns + npar) + [None] * (len(flat) - nm - ns - npar)
+        one = [x if ax is None else jnp.expand_dims(x, 0) for x, ax in zip(flat, axes)]
+        out = jax.vmap(lambda *f: call(f), in_axes=axes)(*one)
+        return jax.tree.map(lambda x: x[0], out)
+
+    run = custom_vmap(alone)
+
+    @run.def_vmap
+    def rule(axis_size, in_batched, *flat):
+        axes = [0 if b else None for b in in_batched]
+        out = jax.vmap(lambda *f: call(f), in_axes=axes, axis_size=axis_size)(*flat)
+        return out, jax.tree.map(lambda _: True, out)
+
+    @jax.custom_jvp
+    def member(*flat):
+        return run(*flat)
+
+    @member.defjvp
+    def member_jvp(primals, tangents):
+        return jax.jvp(alone, primals, tangents)
+
+    return member(*leaves)
+
+
+def _step_one(model: Model, state: State, params: Params, dt) -> State:
+    return guarded_step(model, _guard_inputs(state, params, dt), params, dt)
+
+
 @jax.jit
 def _step(model: Model, state: State, params: Params, dt) -> State:
-    return guarded_step(model, _guard_inputs(state, params, dt), params, dt)
+    return as_batch_member(_step_one, model, state, params, jnp.asarray(dt))
 
 
 def step(model: Model, state: State, dt, params: Optional[Params] = None) -> State:
@@ -146,8 +204,7 @@ def step(model: Model, state: State, dt, params: Optional[Params] = None) -> Sta
     return _step(model, state, p, dt)
 
 
-@functools.partial(jax.jit, static_argnames=("n_steps",))
-def _rollout(model: Model, state: State, params: Params, dt, n_steps: int):
+def _rollout_one(model: Model, state: State, params: Params, dt, n_steps: int):
     state = _guard_inputs(state, params, dt)
 
     def body(s, _):
@@ -156,6 +213,12 @@ def _rollout(model: Model, state: State, params: Params, dt, n_steps: int):
         return s, Trajectory(pos=s.pos, quat=s.quat, vel=s.vel, angvel=s.angvel,
                              time=s.time, ncontact=s.ncontact, max_depth=depth)
     return jax.lax.scan(body, state, None, length=n_steps)
+
+
+@functools.partial(jax.jit, static_argnames=("n_steps",))
+def _rollout(model: Model, state: State, params: Params, dt, n_steps: int):
+    return as_batch_member(functools.partial(_rollout_one, n_steps=n_steps), model, state, params,
+                           jnp.asarray(dt))
 
 
 def rollout(model: Model, state: State, n_steps: int, dt, params: Optional[Params] = None

@@ -215,7 +215,19 @@ class Trajectory:
 
 
 def batch(tree: Any, n: int) -> Any:
-    """Stack ``n`` copies of a pytree along a new leading axis (per-world batch)."""
-    if not isinstance(n, int) or n < 1:
+    """Stack ``n`` copies of a pytree along a new leading axis (per-world batch).
+
+    With several local devices (one CPU device per core by default, see
+    :mod:`jaxode.xla`) and ``n`` a multiple of their number, the batch is placed
+    sharded over them (:func:`jaxode.shard_worlds`): a ``jax.jit`` of a
+    ``vmap``-ed step or rollout on it runs on every device. Otherwise it stays
+    on the default device.
+    """
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ValueError(f"batch: n must be an integer >= 1 (got {n!r})")
-    return jax.tree.map(lambda x: jnp.repeat(jnp.asarray(x)[None], n, axis=0), tree)
+    out = jax.tree.map(lambda x: jnp.repeat(jnp.asarray(x)[None], n, axis=0), tree)
+    ndev = jax.local_device_count()
+    if ndev > 1 and n % ndev == 0 and jax.tree.leaves(out):
+        from jaxode.sharding import shard_worlds
+        out = shard_worlds(out)
+    return out
