@@ -72,6 +72,16 @@ def solve(name: str, head, tail, inv_mass: jax.Array, inv_inertia: jax.Array,
     return Solution(*run(*idx, *data))
 
 
+def solve_rows(model, rows, bodies, params) -> Solution:
+    """The solve stage: ``model.solver`` on a :class:`jaxode.records.RowSet` with the
+    bodies' inverse masses, world inverse inertia and QuickStep's right-hand side
+    (:class:`jaxode.records.Bodies`), ``params.sor`` and ``model.iterations``."""
+    dtype = bodies.rhs.dtype
+    return solve(model.solver, rows.head, rows.tail, bodies.inv_mass, bodies.inv_inertia,
+                 bodies.rhs, bodies.h, jnp.asarray(params.sor, dtype), model.iterations,
+                 block=rows.block, cone=model.friction_cone, cone_rows=rows.cone_rows)
+
+
 def solve_pgs(head, tail, inv_mass, inv_inertia, rhs_body, h, sor, iterations: int,
               block: int = 2, cone: bool = False, cone_rows=None):
     """``solve("pgs", ...)`` as a tuple (lam_head, lam_tail, fc)."""
@@ -87,4 +97,4 @@ def solve_colored(head, tail, inv_mass, inv_inertia, rhs_body, h, sor, iteration
 
 
 __all__ = ["COLOURS", "SWEEPS", "Solution", "colour", "cone_project", "friction_bounds",
-           "solve", "solve_colored", "solve_pgs"]
+           "solve", "solve_colored", "solve_pgs", "solve_rows"]
