@@ -61,13 +61,11 @@ def solve(name: str, head, tail, inv_mass: jax.Array, inv_inertia: jax.Array,
         return Solution(z, z, fc0)
     if nt % block:
         raise ValueError(f"tail rows ({nt}) must be a multiple of block ({block})")
-    ph = core.prepare(head, inv_mass, inv_inertia, rhs_body, h, sor)
-    pt = core.prepare(tail, inv_mass, inv_inertia, rhs_body, h, sor)
     if cone_rows is None:
         cone_rows = jnp.zeros((nt,), bool)
-    p = batching.Problem(ph, pt, jnp.maximum(tail.findex, 0), tail.findex >= 0, cone_rows,
-                         head.active, tail.active, fc0)
-    idx, data = batching._flatten(p)
+    idx, data = batching.inputs(head, tail, jnp.maximum(tail.findex, 0), tail.findex >= 0,
+                                cone_rows, inv_mass, inv_inertia, rhs_body,
+                                jnp.asarray(h, dtype), jnp.asarray(sor, dtype))
     run = batching.solver(SWEEPS[name], iterations, block, bool(cone), **options)
     return Solution(*run(*idx, *data))
 

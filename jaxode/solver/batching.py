@@ -30,11 +30,13 @@ import jax
 import jax.numpy as jnp
 from jax.custom_batching import custom_vmap
 
+from jaxode.constraint import Rows
+from jaxode.solver import core
 from jaxode.solver.core import Prepared
 
 
 class Problem(NamedTuple):
-    """One solve's rows, world-minor (trailing world axis W on every float array).
+    """One solve's prepared rows, world-minor (trailing world axis W on every float array).
 
     head, tail: :class:`~jaxode.solver.core.Prepared` rows (tail: ``block``
     rows per contact); fidx (Rt,) the head row bounding each tail row;
@@ -53,19 +55,46 @@ class Problem(NamedTuple):
     fc0: jax.Array
 
 
-# Fields shared by a batch that has one row structure (indices and flags that
-# follow from the rows' geoms), in the order of Problem's flat leaves below.
-def _flatten(p: Problem):
-    idx = (p.head.b1, p.head.b2, p.tail.b1, p.tail.b2, p.fidx, p.pyramid, p.cone_row)
-    data = (*p.head[2:], *p.tail[2:], p.head_active, p.tail_active, p.fc0)
-    return idx, data
+class Inputs(NamedTuple):
+    """One world's raw solve inputs, flattened for the batching rule.
+
+    idx: what a batch with one row structure shares (body indices, friction
+    index and flags: they follow from the rows' geoms and joints);
+    data: the rows' float arrays and activity (head, then tail: j1, j2, c,
+    cfm, lo, hi, active), the bodies' inv_mass (B,), inv_inertia (B, 3, 3),
+    rhs_body (B, 6), and h, sor (scalars).
+    """
+
+    idx: tuple
+    data: tuple
 
 
-def _unflatten(idx, data) -> Problem:
+ROW_FIELDS = ("j1", "j2", "c", "cfm", "lo", "hi", "active")
+
+
+def inputs(head, tail, fidx, pyramid, cone_row, inv_mass, inv_inertia, rhs_body, h, sor
+           ) -> Inputs:
+    idx = (head.body1, head.body2, tail.body1, tail.body2, fidx, pyramid, cone_row)
+    data = (*(getattr(head, f) for f in ROW_FIELDS), *(getattr(tail, f) for f in ROW_FIELDS),
+            inv_mass, inv_inertia, rhs_body, h, sor)
+    return Inputs(idx, data)
+
+
+def _problem(idx, data) -> Problem:
+    """Prepare world-minor ``data`` (every array with a trailing world axis W)."""
     hb1, hb2, tb1, tb2, fidx, pyr, cone = idx
-    head = Prepared(hb1, hb2, *data[0:8])
-    tail = Prepared(tb1, tb2, *data[8:16])
-    return Problem(head, tail, fidx, pyr, cone, data[16], data[17], data[18])
+    k = len(ROW_FIELDS)
+
+    def rows(b1, b2, d):
+        j1, j2, c, cfm, lo, hi, active = d
+        return Rows(b1, b2, j1, j2, c, cfm, lo, hi, None, active)
+
+    hr, tr = rows(hb1, hb2, data[:k]), rows(tb1, tb2, data[k:2 * k])
+    inv_mass, inv_inertia, rhs_body, h, sor = data[2 * k:]
+    head = core.prepare(hr, inv_mass, inv_inertia, rhs_body, h, sor)
+    tail = core.prepare(tr, inv_mass, inv_inertia, rhs_body, h, sor)
+    fc0 = jnp.zeros_like(rhs_body)
+    return Problem(head, tail, fidx, pyr, cone, hr.active, tr.active, fc0)
 
 
 NIDX = 7
@@ -86,12 +115,12 @@ def _to_world_minor(x, batched: bool, w: int):
 def solver(sweeps, iterations: int, block: int, cone: bool, **options):
     """One world's solve ``f(*idx, *data) -> (lambda_head, lambda_tail, fc)`` (module
     docstring); ``sweeps`` a solver's sweep function, ``options`` its static options.
-    ``idx``/``data``: the leaves of a one-world :class:`Problem` without the world axis."""
+    ``idx``/``data``: one world's :class:`Inputs`."""
     options = dict(options)
 
     def one_world(args, **extra):
         idx, data = args[:NIDX], args[NIDX:]
-        p = _unflatten(idx, tuple(_to_world_minor(d, False, MIN_WORLDS) for d in data))
+        p = _problem(idx, tuple(_to_world_minor(d, False, MIN_WORLDS) for d in data))
         out = sweeps(p, iterations, block, cone, **options, **extra)
         return tuple(o[..., 0] for o in out)
 
@@ -108,7 +137,7 @@ def solver(sweeps, iterations: int, block: int, cone: bool, **options):
             wm = tuple(_to_world_minor(d, b, axis_size) for d, b in zip(data, in_batched[NIDX:]))
             if axis_size < MIN_WORLDS:
                 wm = tuple(jnp.concatenate([d] * MIN_WORLDS, axis=-1) for d in wm)
-            out = sweeps(_unflatten(idx, wm), iterations, block, cone, live=True, **options)
+            out = sweeps(_problem(idx, wm), iterations, block, cone, live=True, **options)
             return tuple(jnp.moveaxis(o[..., :axis_size], -1, 0) for o in out)
 
         if not any(in_batched[:NIDX]):

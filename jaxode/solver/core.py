@@ -4,7 +4,9 @@ Every solver (:mod:`jaxode.solver.pgs`, :mod:`jaxode.solver.colored`) is an
 order or partition of the rows fed to the two update functions here; nothing
 else in the package computes a row update.
 
-Preparation (ODE 0.16 ``quickstep.cpp``), with h the step:
+Preparation (ODE 0.16 ``quickstep.cpp``), with h the step, done world-minor
+after the raw rows are laid out so (transposing the prepared rows instead cost
+8x more at 512 worlds: XLA recomputed the gathers in transpose order):
 
 - ``rhs = c/h - J (v/h + M^-1 f_ext)``, ``cfm' = cfm/h`` (f_ext: accumulated
   forces, gravity and the gyroscopic torque);
@@ -72,30 +74,29 @@ def dot6(a: jax.Array, b: jax.Array, axis: int = -2) -> jax.Array:
     return jnp.sum(a * b, axis=axis)
 
 
-def _mat3_vec(m: jax.Array, v: jax.Array) -> jax.Array:
-    """(..., 3, 3) @ (..., 3) written out (fixed order of adds)."""
-    return jnp.stack([m[..., i, 0] * v[..., 0] + m[..., i, 1] * v[..., 1]
-                      + m[..., i, 2] * v[..., 2] for i in range(3)], axis=-1)
-
-
 def prepare(rows, inv_mass, inv_inertia, rhs_body, h, sor) -> Prepared:
-    """QuickStep's per-step row data for one world (no world axis yet).
+    """QuickStep's per-step row data, world-minor (module docstring).
 
-    rows: a :class:`jaxode.constraint.Rows` table; inv_mass (B,), inv_inertia
-    (B, 3, 3) world frame, rhs_body (B, 6) = -(v/h + M^-1 f_ext); h [s]; sor w.
-    Returns the arrays of :class:`Prepared` without the trailing world axis.
+    rows: a :class:`jaxode.constraint.Rows` table whose float fields carry the
+    trailing world axis W (j1, j2 (R, 6, W); c, cfm, lo, hi, active (R, W)) and
+    whose body indices (R,) are shared by the worlds; inv_mass (B, W),
+    inv_inertia (B, 3, 3, W) world frame, rhs_body (B, 6, W) =
+    -(v/h + M^-1 f_ext); h [s] and sor (W,).
     """
     b1, b2 = rows.body1, rows.body2
 
     def imj(j, b):
-        lin = inv_mass[b][:, None] * j[:, :3]
-        ang = _mat3_vec(inv_inertia[b], j[:, 3:])
-        return jnp.concatenate([lin, ang], axis=-1)
+        lin = inv_mass[b][:, None, :] * j[:, :3]
+        inv = inv_inertia[b]                                   # (R, 3, 3, W)
+        ja = j[:, 3:]
+        ang = inv[:, :, 0] * ja[:, None, 0] + inv[:, :, 1] * ja[:, None, 1] \
+            + inv[:, :, 2] * ja[:, None, 2]
+        return jnp.concatenate([lin, ang], axis=1)
 
     imj1, imj2 = imj(rows.j1, b1), imj(rows.j2, b2)
-    rhs = rows.c / h + dot6(rows.j1, rhs_body[b1], -1) + dot6(rows.j2, rhs_body[b2], -1)
+    rhs = rows.c / h + dot6(rows.j1, rhs_body[b1]) + dot6(rows.j2, rhs_body[b2])
     cfm = rows.cfm / h
-    denom = dot6(rows.j1, imj1, -1) + dot6(rows.j2, imj2, -1) + cfm
+    denom = dot6(rows.j1, imj1) + dot6(rows.j2, imj2) + cfm
     ad = jnp.where(rows.active, sor / jnp.where(rows.active, denom, 1.0), 0.0)
     return Prepared(b1, b2, rows.j1 * ad[:, None], rows.j2 * ad[:, None], imj1, imj2,
                     rhs * ad, cfm * ad, rows.lo, rows.hi)
