@@ -100,7 +100,22 @@ def run_jaxode(model, batch: int, steps: int, solver: str = "pgs") -> dict:
                 temp_bytes_per_world=None if temp is None else temp / batch,
                 contacts_per_world=float(np.mean(np.asarray(final.ncontact))),
                 nonfinite_worlds=int(np.asarray(final.nonfinite).sum()),
-                **quality(states, final))
+                phases_per_step=phases(model, final), **quality(states, final))
+
+
+def phases(model, final) -> int:
+    """Sequential solver updates per step (per sweep x iterations) at the final
+    state of world 0: a GPU's dependent kernel launches per step."""
+    from jaxode import dynamics, narrowphase, rowset, solver
+    s = jax.tree.map(lambda x: x[0], final)
+
+    @jax.jit
+    def count(s):
+        b = dynamics.bodies(model, model.params, s, DT)
+        rows = rowset.build(model, model.params, b, narrowphase.detect(model, s))
+        return solver.sequential_updates(model.solver, rows, model.nbody)
+
+    return int(count(s)) * model.iterations
 
 
 def quality(start, final) -> dict:
@@ -148,8 +163,8 @@ def mjx_status(python) -> str:
 
 
 def table(results: list, ode: dict, mjx: dict) -> str:
-    lines = ["| scene | solver | batch | devices | world-steps/s | jaxode / ODE | jaxode / MJX | compile s | bytes/world (state+params, XLA temp) | contacts/world | depth um | drift mm |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| scene | solver | batch | devices | world-steps/s | jaxode / ODE | jaxode / MJX | compile s | bytes/world (state+params, XLA temp) | contacts/world | sequential updates/step | depth um | drift mm |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in results:
         o = ode.get(r["scene"])
         ratio = f"{r['world_steps_per_s'] / o['world_steps_per_s']:.2f}" if o else "n/a"
@@ -159,7 +174,8 @@ def table(results: list, ode: dict, mjx: dict) -> str:
         lines.append(f"| {r['scene']} | {r.get('solver', 'pgs')} | {r['batch']} | "
                      f"{r.get('devices', 1)} | {r['world_steps_per_s']:,.0f} | {ratio} | "
                      f"{r['compile_s']:.1f} | {r['bytes_per_world']:,.0f}{temp} | "
-                     f"{r['contacts_per_world']:.1f} | {r['depth'] * 1e6:.1f} | "
+                     f"{r['contacts_per_world']:.1f} | {r.get('phases_per_step', 0):,} | "
+                     f"{r['depth'] * 1e6:.1f} | "
                      f"{r['drift'] * 1e3:.1f} |")
     lines.append("")
     lines.append("| scene | ODE 0.16 world-steps/s (C, one thread) | ODE contacts/world |")

@@ -130,7 +130,7 @@ class WorldBuilder:
     QuickStep's rows are swept, ``"pgs"`` (row after row in QuickStep's order,
     :mod:`jaxode.solver`; the default) or ``"colored"`` (the same Gauss-Seidel
     sweeps with the rows sorted by a greedy graph colouring, each colour
-    updated at once, :mod:`jaxode.solver_colored`; for GPUs), both with
+    updated at once, :mod:`jaxode.solver.colored`; for GPUs), both with
     ``iterations`` and ``sor``.
     """
 

@@ -80,6 +80,26 @@ def solve_rows(model, rows, bodies, params) -> Solution:
                  block=rows.block, cone=model.friction_cone, cone_rows=rows.cone_rows)
 
 
+def sequential_updates(name: str, rows, nbody: int) -> jax.Array:
+    """Sequential updates one sweep of solver ``name`` makes on ``rows`` (a
+    :class:`jaxode.records.RowSet` of one world): ``pgs`` one per active head row
+    and tail contact, ``colored`` one per colour phase. Times ``iterations``, the
+    step's dependent loop length (a GPU's kernel-launch count per step)."""
+    nc = rows.tail.body1.shape[0] // rows.block
+    tact = jnp.any(rows.tail.active.reshape(nc, rows.block), axis=1) if nc else None
+    if name == "pgs":
+        n = jnp.sum(rows.head.active, dtype=jnp.int32)
+        return n + (jnp.sum(tact, dtype=jnp.int32) if nc else 0)
+    ph = colour(rows.head.body1, rows.head.body2, rows.head.active, nbody)
+    n = jnp.max(jnp.where(rows.head.active, ph + 1, 0), initial=0)
+    if nc:
+        b1 = rows.tail.body1.reshape(nc, rows.block)[:, 0]
+        b2 = rows.tail.body2.reshape(nc, rows.block)[:, 0]
+        pt = colour(b1, b2, tact, nbody)
+        n = n + jnp.max(jnp.where(tact, pt + 1, 0), initial=0)
+    return n.astype(jnp.int32)
+
+
 def solve_pgs(head, tail, inv_mass, inv_inertia, rhs_body, h, sor, iterations: int,
               block: int = 2, cone: bool = False, cone_rows=None):
     """``solve("pgs", ...)`` as a tuple (lam_head, lam_tail, fc)."""
@@ -95,4 +115,4 @@ def solve_colored(head, tail, inv_mass, inv_inertia, rhs_body, h, sor, iteration
 
 
 __all__ = ["COLOURS", "SWEEPS", "Solution", "colour", "cone_project", "friction_bounds",
-           "solve", "solve_colored", "solve_pgs", "solve_rows"]
+           "sequential_updates", "solve", "solve_colored", "solve_pgs", "solve_rows"]
