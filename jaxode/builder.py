@@ -972,9 +972,9 @@ class WorldBuilder:
             friction_cone=any(int(grp.friction.max()) == FRICTION_MODELS["cone"]
                               for grp in pair_groups if grp.geom1.shape[0]),
             angular_friction=angular, material_names=mat_names,
-            geom_material=f(geom_material))
-        model_init = dict(
-            pos=np.stack([bb["pos"] for bb in b]), quat=np.stack([bb["quat"] for bb in b]),
-            vel=np.stack([bb["vel"] for bb in b]), angvel=np.stack([bb["angvel"] for bb in b]))
-        object.__setattr__(model, "_init", model_init)
+            geom_material=f(geom_material),
+            init_pos=f(np.array([bb["pos"] for bb in b], dtype=np.float64).reshape(nbody, 3)),
+            init_quat=f(np.array([bb["quat"] for bb in b], dtype=np.float64).reshape(nbody, 4)),
+            init_vel=f(np.array([bb["vel"] for bb in b], dtype=np.float64).reshape(nbody, 3)),
+            init_angvel=f(np.array([bb["angvel"] for bb in b], dtype=np.float64).reshape(nbody, 3)))
         return model

@@ -166,6 +166,11 @@ class Model:
 
     Bodies: body_gravity (nbody,) 1.0 where gravity acts (dBodySetGravityMode);
       body_finite_rotation (nbody,) 1.0 for ODE's finite rotation mode.
+    Initial state (what :func:`jaxode.init` returns, as built): init_pos
+      (nbody, 3) [m], init_quat (nbody, 4) (w, x, y, z), init_vel (nbody, 3)
+      [m/s], init_angvel (nbody, 3) [rad/s], world frame. Ordinary leaves, so
+      ``replace``, ``jax.tree.map`` and save/load keep them; None on a Model
+      made by hand (init then raises).
     Geoms: geom_type (ngeom,) type id; geom_body (ngeom,) body index (nbody for
       static geoms); geom_pos (ngeom, 3) / geom_quat (ngeom, 4) offset from the
       body frame (world pose for static geoms); geom_size (ngeom, 3);
@@ -195,6 +200,10 @@ class Model:
     ngeom: int = static_field()
     body_gravity: jax.Array = None
     body_finite_rotation: jax.Array = None
+    init_pos: jax.Array = None
+    init_quat: jax.Array = None
+    init_vel: jax.Array = None
+    init_angvel: jax.Array = None
     geom_type: jax.Array = None
     geom_body: jax.Array = None
     geom_pos: jax.Array = None
