@@ -173,7 +173,11 @@ class Model:
       made by hand (init then raises).
     Geoms: geom_type (ngeom,) type id; geom_body (ngeom,) body index (nbody for
       static geoms); geom_pos (ngeom, 3) / geom_quat (ngeom, 4) offset from the
-      body frame (world pose for static geoms); geom_size (ngeom, 3);
+      body frame (world pose for static geoms); geom_size (ngeom, 3) [m]
+      (sphere: radius; box: sides; capsule, cylinder: radius, length;
+      heightfield: lx, ly; convex hull and mesh: size[1] their bounding radius);
+      geom_dataid (ngeom,) int32 the index of the geom's hull, mesh or
+      heightfield in its table below (-1 for the other types; MuJoCo's name);
       (friction model and max contacts are resolved per pair, see PairGroup);
       geom_material (ngeom,) index into material_names (-1: none).
     Heightfields: hfield_heights (nhfield, NX, NY) [m] grids padded to the
@@ -181,11 +185,11 @@ class Model:
     Convex hulls: convex_hulls, a :class:`jaxode.collision.types.Hull` whose
       tables carry a leading hull axis (nhull, ...), padded to the largest
       hull, geom frame; convex_geom (nhull,) int the geom of each hull (a
-      convex geom's ``geom_size[0]`` is its hull's index); None without any.
+      convex geom's ``geom_dataid`` is its hull's index); None without any.
     Triangle meshes: trimeshes, a :class:`jaxode.collision.types.Mesh` with
       a leading mesh axis (nmesh, ...), padded to the largest, geom frame;
       trimesh_geom (nmesh,) int the geom of each mesh (a mesh geom's
-      ``geom_size[0]`` is its index); None without any.
+      ``geom_dataid`` is its index); None without any.
     Collision: pair_groups (static structure), contact_capacity (contacts kept
       per step, all pairs together).
     Joints: joint_groups (one JointGroup per joint type), njoint, joint_index
@@ -209,6 +213,7 @@ class Model:
     geom_pos: jax.Array = None
     geom_quat: jax.Array = None
     geom_size: jax.Array = None
+    geom_dataid: jax.Array = None
     hfield_heights: jax.Array = None
     hfield_dims: jax.Array = None
     convex_hulls: Any = None
