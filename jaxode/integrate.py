@@ -1,16 +1,19 @@
-"""Stage 6 and the body-force preamble of QuickStep (ODE 0.16 arithmetic).
+"""Body-level pieces of QuickStep's preamble and stage 6 (ODE 0.16 arithmetic).
 
-- ``external_forces``: gravity ``m g`` added to the force accumulator of
-  bodies in gravity mode; the implicit gyroscopic torque of ODE 0.16
-  (Lacoursiere 2006) added to the torque accumulator:
-  ``L = I w``, ``I~ = I - h [L]x``, ``tau0 = (I I~^-1 - 1) L / h``
-  (skipped when I~ is singular, as ODE does).
-- ``step_bodies``: ``v += h (f/m + fc_lin)``, ``w += h (I^-1 tau + fc_ang)``,
-  then ODE's dxStepBody: cap |w| at max_angular_speed; ``x += h v``;
-  infinitesimal rotation ``q += h/2 (0, w) q`` or, in finite-rotation mode,
+jaxode.pipeline calls them; gravity and the force accumulators are added
+there, and the velocity update ``v += h (f/m + fc_lin)``, ``w += h (I^-1 tau +
+fc_ang)`` is done there too. All vectors in the world frame.
+
+- ``world_inertia``: ``R I R^T``, a body-frame tensor in the world frame.
+- ``gyroscopic_torque``: the implicit gyroscopic torque of ODE 0.16
+  (Lacoursiere 2006) for one body: ``L = I w``, ``I~ = I - h [L]x``,
+  ``tau0 = (I I~^-1 - 1) L / h`` (zero when I~ is singular, as ODE skips it).
+- ``step_body``: ODE's dxStepBody for one body after its velocity update:
+  cap |w| at max_angular_speed; ``x += h v``; infinitesimal rotation
+  ``q += h/2 (0, w) q`` or, in finite-rotation mode,
   ``q <- (cos(|w| h/2), sinc(|w| h/2) h/2 w) q``; normalise; then damping:
   ``v *= 1 - linear_damping`` when ``|v| > linear_damping_threshold`` (same
-  for w). All vectors in the world frame.
+  for w).
 """
 from __future__ import annotations
 

@@ -153,17 +153,6 @@ def _mesh_mesh_pairs(model: Model, grp, fn, idx, a, b, pvalid, ga, gb, lo, hi):
     return c, jnp.sum(jnp.where(pvalid, ovf, 0), dtype=jnp.int32)
 
 
-def total_slots(model: Model) -> int:
-    """Contact slots produced per step before compaction."""
-    return sum(g.capacity * g.ncontact for g in model.pair_groups)
-
-
-def static_slots(model: Model) -> bool:
-    """True when no compaction happens: every contact slot belongs to a fixed geom pair."""
-    return (model.contact_capacity >= total_slots(model)
-            and all(g.capacity >= g.geom1.shape[0] for g in model.pair_groups))
-
-
 def collide(model: Model, gpos: jax.Array, grot: jax.Array, lo: jax.Array,
             hi: jax.Array) -> tuple[Contacts, jax.Array, jax.Array, jax.Array]:
     """Contacts of one world.

@@ -21,7 +21,7 @@ from scipy.spatial.transform import Rotation
 import jaxode
 from jaxode.collision import cylinder as cy
 from jaxode.collision.types import GeomWorld
-from jaxode.conformance import odelib
+from tools.conformance import odelib
 
 _OPTS = {"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": False}
 N = 16  # sampled configurations per pair type

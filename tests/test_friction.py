@@ -372,7 +372,7 @@ def test_rolling_spinning_and_conveyor_rows_match_libode():
     rhoN = spinning) and dContactMotion1/2/N with a bounce (measured relative to
     motionN) on one scene: a sphere rolling, spinning and hopping on a moving
     floor. jaxode in float64 must agree to rounding."""
-    odelib = pytest.importorskip("jaxode.conformance.odelib")
+    odelib = pytest.importorskip("tools.conformance.odelib")
     try:
         odelib.load()
     except odelib.OdeUnavailable as e:  # pragma: no cover - depends on the machine
