@@ -70,3 +70,17 @@ def test_model_without_initial_state_says_so():
     model = _scene().replace(init_pos=None)
     with pytest.raises(ValueError, match="no initial state"):
         jaxode.init(model)
+
+
+def test_old_format_is_refused(tmp_path):
+    # version 1 files hold models without the initial state and geom_dataid
+    model = _scene()
+    path = tmp_path / "scene.npz"
+    jaxode.save(path, model, jaxode.init(model))
+    with np.load(path) as z:
+        arrays = {k: z[k] for k in z.files}
+    arrays["__jaxode_format__"] = np.int64(1)
+    old = tmp_path / "old.npz"
+    np.savez(old, **arrays)
+    with pytest.raises(ValueError, match="format version 1 is not supported"):
+        jaxode.load(old)
