@@ -23,7 +23,7 @@ from jaxode.collision import cylinder as cy
 from jaxode.collision.types import GeomWorld
 from tools.conformance import odelib
 
-_OPTS = {"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": False}
+from fast_compile import OPTIONS as _OPTS  # noqa: E402
 N = 16  # sampled configurations per pair type
 RNG_SEED = 7
 

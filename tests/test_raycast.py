@@ -16,7 +16,7 @@ from scipy.spatial.transform import Rotation
 import jaxode
 from tools.conformance import odelib
 
-_OPTS = {"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": False}
+from fast_compile import OPTIONS as _OPTS  # noqa: E402
 
 
 def jit(f):
