@@ -4,7 +4,12 @@ Build a scene with :class:`WorldBuilder`, then ``init``, ``step`` and
 ``rollout`` it; ``jax.vmap`` over states and ``Params`` steps many worlds.
 ``raycast`` reads the scene with rays (lidar, height scans).
 """
-from jaxode import mass
+# Before anything creates an array: XLA flags for every core and bitwise batch
+# invariance (see jaxode/xla.py; JAXODE_XLA_DEFAULTS=0 leaves XLA_FLAGS alone).
+from jaxode import xla  # noqa: E402,I001
+xla.configure()
+
+from jaxode import mass  # noqa: E402
 from jaxode.api import (add_force, add_force_at_pos, add_force_at_rel_pos, add_rel_force,
                         add_rel_force_at_pos, add_rel_force_at_rel_pos, add_rel_torque,
                         add_torque, init, rollout, step)
@@ -29,6 +34,9 @@ from jaxode.rendering import Camera, render, render_trajectory, save_gif  # noqa
 from jaxode.rendering import grid as render_grid  # noqa: E402
 from jaxode.sharding import map_worlds, shard_worlds, world_mesh  # noqa: E402
 from jaxode.types import Contacts, Model, Params, State, Trajectory, batch
+from jaxode import params_spec  # noqa: E402
+from jaxode.params_spec import check_params  # noqa: E402
+from jaxode.api import check_state  # noqa: E402
 from jaxode.io import load, save  # noqa: E402
 from jaxode.io.xml_util import JaxodeFormatWarning  # noqa: E402
 from jaxode.io.sdf import load_sdf  # noqa: E402
@@ -36,6 +44,7 @@ from jaxode.io.urdf import load_urdf  # noqa: E402
 
 __version__ = "0.1.0"
 __all__ = [
+    "check_params", "check_state", "params_spec",
     "WorldBuilder", "Surface", "erp_cfm_from_kp_kd", "MaterialTable", "load_materials",
     "set_material_pair", "Model", "Params", "State", "Contacts", "Trajectory",
     "init", "step", "rollout", "batch", "mass", "sweep", "SweepResult", "metrics",

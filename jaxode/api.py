@@ -2,13 +2,14 @@
 from __future__ import annotations
 
 import functools
-import math
 from typing import Optional
 
 import jax
 import jax.numpy as jnp
+from jax.custom_batching import custom_vmap
 
 from jaxode import math as jm
+from jaxode import params_spec
 from jaxode.pipeline import guarded_step
 from jaxode.types import Contacts, Model, Params, State, Trajectory
 
@@ -38,21 +39,156 @@ def init(model: Model) -> State:
 
 
 def _check_dt(dt) -> None:
-    if isinstance(dt, (int, float)) and not (math.isfinite(dt) and dt > 0):
-        raise ValueError(f"dt must be a finite number > 0 seconds (got {dt!r})")
-    try:
-        v = float(dt)  # concrete arrays
-    except (TypeError, jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError):
-        return
-    except Exception:  # noqa: BLE001 - any tracer
-        return
-    if not (math.isfinite(v) and v > 0):
-        raise ValueError(f"dt must be a finite number > 0 seconds (got {v!r})")
+    """dt rule (see :data:`jaxode.params_spec.DT_MIN`/``DT_MAX``): a concrete dt
+    outside it raises; a traced one flags the world at run time."""
+    params_spec.check_dt(dt)
+
+
+_STATE_SHAPES = (("pos", 3), ("quat", 4), ("vel", 3), ("angvel", 3), ("force", 3),
+                 ("torque", 3))
+
+
+def check_state(model: Model, state, where: str = "state", batch_ndim: int = 0) -> None:
+    """TypeError unless ``state`` is a :class:`State`; ValueError naming the field,
+    the shape ``model`` expects (``batch_ndim`` leading batch axes allowed) and the
+    one received (a state of another model, a batch passed to ``step``)."""
+    if not isinstance(state, State):
+        hint = " (Params were passed where the State belongs: check the argument order)" \
+            if isinstance(state, Params) else ""
+        raise TypeError(f"{where} must be a jaxode.State (from jaxode.init(model)){hint} "
+                        f"(got {type(state).__name__})")
+    nb, cap = model.nbody, model.contact_capacity
+    want = {name: (nb, k) for name, k in _STATE_SHAPES}
+    want.update(time=(), ncontact=(), nonfinite=())
+    if state.joint_feedback is not None:
+        want["joint_feedback"] = (model.njoint, 4, 3)
+    lead = None
+    for name, shp in want.items():
+        got = tuple(jnp.shape(getattr(state, name)))
+        b = got[:len(got) - len(shp)] if len(got) >= len(shp) else None
+        ok = (b is not None and got[len(b):] == shp and len(b) == batch_ndim
+              and (lead is None or b == lead))
+        if not ok:
+            msg = (f"{where}.{name} must have shape {shp}"
+                   + (f" after {batch_ndim} batch axis(es)" if batch_ndim else "")
+                   + f" for this model (nbody={nb}, njoint={model.njoint}) (got shape {got})")
+            if b is not None and got[len(b):] == shp and len(b) > batch_ndim:
+                msg += (f": leading axes {b} look like a batch of worlds; step/rollout take "
+                        "ONE world: vmap over the batch (jax.vmap(jaxode.step, in_axes=(None, "
+                        "0, None)))")
+            else:
+                msg += "; is this a state of another model? (jaxode.init(model) makes one)"
+            raise ValueError(msg)
+        lead = b
+    got = tuple(jnp.shape(state.contacts.depth))
+    if got[batch_ndim:] != (cap,):
+        raise ValueError(f"{where}.contacts.depth must have shape ({cap},) (the model's "
+                         f"contact_capacity) (got shape {got}); is this a state of another "
+                         f"model?")
+
+
+# Params objects already checked on the host (concrete values): checking again
+# each step would copy every field to the host. Keyed by id, holding the object.
+_CHECKED: dict = {}
+
+
+def _check_inputs(model: Model, state: State, params, dt):
+    if not isinstance(model, Model):
+        raise TypeError(f"model must be a jaxode.Model (from WorldBuilder.build()) "
+                        f"(got {type(model).__name__})")
+    check_state(model, state)
+    p = model.params if params is None else params
+    known = _CHECKED.get(id(p)) is p
+    params_spec.check_params(model, p, values=not known)
+    if not known and not any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves(p)):
+        if len(_CHECKED) > 64:
+            _CHECKED.clear()
+        _CHECKED[id(p)] = p
+    _check_dt(dt)
+    return p
+
+
+def _guard_inputs(state: State, params: Params, dt) -> State:
+    """Run-time checks of what only the traced values show: params out of range,
+    dt outside [DT_MIN, DT_MAX], a zero or non-finite quaternion. A world that
+    fails is flagged (``state.nonfinite``) and left untouched (the step then
+    keeps it frozen, as the non-finite guard does). A finite, non-zero
+    quaternion that is not unit is normalised, as ODE's dBodySetQuaternion does
+    (unit ones, within rounding, are left bit for bit)."""
+    q = state.quat
+    dtype = q.dtype
+    m = jnp.max(jnp.abs(q), axis=-1, keepdims=True)
+    good_q = jnp.all(jnp.isfinite(q)) & jnp.all(m > 0)
+    m_safe = jnp.where(jnp.isfinite(m) & (m > 0), m, 1.0)
+    qs = q / m_safe
+    qn = qs / jnp.sqrt(jnp.sum(qs * qs, axis=-1, keepdims=True))
+    tol = 1000 * jnp.finfo(dtype).eps
+    unit = jnp.abs(jnp.sum(q * q, axis=-1, keepdims=True) - 1) <= tol
+    ok = good_q & params_spec.values_ok(params) & params_spec.dt_ok(dt)
+    quat = jnp.where(ok & ~unit, qn.astype(dtype), q)
+    return state.replace(quat=quat, nonfinite=state.nonfinite | ~ok)
+
+
+def as_batch_member(fn, model: Model, state: State, params: Params, dt):
+    """``fn(model, state, params, dt)`` for one world, run as a member of a batch.
+
+    Alone (not under ``vmap``) the world runs as a batch of one
+    (``jax.vmap`` over a leading axis of size 1); under ``jax.vmap`` the batch
+    runs as one ``vmap`` of ``fn``. Either way a world is stepped by the same
+    batched program, so its trajectory is bitwise the same alone, in a vmap of
+    one and in any batch (with FMA contraction off, see :mod:`jaxode.xla`):
+    XLA compiles an unbatched program differently (other fusions, other
+    rounding). Derivatives (forward and reverse) go through the batch of one.
+    """
+    # The model's arrays travel as arguments too (a custom_vmap function may not
+    # close over traced values). The batch of one batches the state and the
+    # params, as users' vmaps do, and leaves the model and dt unbatched.
+    leaves, tree = jax.tree.flatten((model, state, params, dt))
+    nm, ns, npar = (len(jax.tree.leaves(x)) for x in (model, state, params))
+
+    def call(flat):
+        # An optimisation barrier on the float inputs: a model, params or state
+        # that a caller's jit closes over are constants there, and XLA's constant
+        # folding evaluates what depends only on them with its own arithmetic.
+        floats = [i for i, x in enumerate(flat) if jnp.issubdtype(jnp.result_type(x), jnp.floating)]
+        held = jax.lax.optimization_barrier([flat[i] for i in floats])
+        flat = list(flat)
+        for i, x in zip(floats, held):
+            flat[i] = x
+        return fn(*jax.tree.unflatten(tree, flat))
+
+    def alone(*flat):
+        axes = [None] * nm + [0] * (ns + npar) + [None] * (len(flat) - nm - ns - npar)
+        one = [x if ax is None else jnp.expand_dims(x, 0) for x, ax in zip(flat, axes)]
+        out = jax.vmap(lambda *f: call(f), in_axes=axes)(*one)
+        return jax.tree.map(lambda x: x[0], out)
+
+    run = custom_vmap(alone)
+
+    @run.def_vmap
+    def rule(axis_size, in_batched, *flat):
+        axes = [0 if b else None for b in in_batched]
+        out = jax.vmap(lambda *f: call(f), in_axes=axes, axis_size=axis_size)(*flat)
+        return out, jax.tree.map(lambda _: True, out)
+
+    @jax.custom_jvp
+    def member(*flat):
+        return run(*flat)
+
+    @member.defjvp
+    def member_jvp(primals, tangents):
+        return jax.jvp(alone, primals, tangents)
+
+    return member(*leaves)
+
+
+def _step_one(model: Model, state: State, params: Params, dt) -> State:
+    return guarded_step(model, _guard_inputs(state, params, dt), params, dt)
 
 
 @jax.jit
 def _step(model: Model, state: State, params: Params, dt) -> State:
-    return guarded_step(model, state, params, dt)
+    return as_batch_member(_step_one, model, state, params, jnp.asarray(dt))
 
 
 def step(model: Model, state: State, dt, params: Optional[Params] = None) -> State:
@@ -60,13 +196,21 @@ def step(model: Model, state: State, dt, params: Optional[Params] = None) -> Sta
 
     ``params`` replaces ``model.params`` (per-world parameters; vmap over it for
     batches). jitted once per model structure; ``dt`` is traced.
+
+    Inputs are checked (see :mod:`jaxode.params_spec`): a wrong type or shape
+    raises TypeError/ValueError at trace time; concrete params or dt out of
+    range raise ValueError at call time; traced ones out of range (inside
+    jit/vmap), and zero or non-finite quaternions, set ``state.nonfinite`` and
+    leave the world's state as it was (frozen until reset), other worlds of a
+    batch untouched.
     """
-    _check_dt(dt)
-    return _step(model, state, model.params if params is None else params, dt)
+    p = _check_inputs(model, state, params, dt)
+    return _step(model, state, p, dt)
 
 
-@functools.partial(jax.jit, static_argnames=("n_steps",))
-def _rollout(model: Model, state: State, params: Params, dt, n_steps: int):
+def _rollout_one(model: Model, state: State, params: Params, dt, n_steps: int):
+    state = _guard_inputs(state, params, dt)
+
     def body(s, _):
         s = guarded_step(model, s, params, dt)
         depth = jnp.max(jnp.where(s.contacts.valid, s.contacts.depth, 0.0), initial=0.0)
@@ -75,17 +219,25 @@ def _rollout(model: Model, state: State, params: Params, dt, n_steps: int):
     return jax.lax.scan(body, state, None, length=n_steps)
 
 
+@functools.partial(jax.jit, static_argnames=("n_steps",))
+def _rollout(model: Model, state: State, params: Params, dt, n_steps: int):
+    return as_batch_member(functools.partial(_rollout_one, n_steps=n_steps), model, state, params,
+                           jnp.asarray(dt))
+
+
 def rollout(model: Model, state: State, n_steps: int, dt, params: Optional[Params] = None
             ) -> tuple[State, Trajectory]:
     """``n_steps`` steps of ``dt`` [s] under ``lax.scan``; returns (final state, trajectory).
 
     The trajectory records the state after each step: ``traj.pos`` is
     (n_steps, nbody, 3). ``n_steps`` is static (one compile per value).
+    Inputs are checked as in :func:`step` (a world flagged at the start stays
+    frozen for the whole rollout).
     """
-    if not isinstance(n_steps, int) or n_steps < 1:
+    if isinstance(n_steps, bool) or not isinstance(n_steps, int) or n_steps < 1:
         raise ValueError(f"n_steps must be an integer >= 1 (got {n_steps!r})")
-    _check_dt(dt)
-    return _rollout(model, state, model.params if params is None else params, dt, n_steps=n_steps)
+    p = _check_inputs(model, state, params, dt)
+    return _rollout(model, state, p, dt, n_steps=n_steps)
 
 
 # --------------------------------------------------------------- force helpers
@@ -95,6 +247,21 @@ def _check_body(state: State, body: int) -> None:
         raise ValueError(f"body must be an existing body index in [0, {nb - 1}] (got {body})")
 
 
+def _vec3(state: State, name: str, v, unit: str) -> jax.Array:
+    """A 3-vector argument of the force helpers: ValueError naming ``name``, the
+    expected shape and the shape or value received."""
+    try:
+        a = jnp.asarray(v, state.pos.dtype)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a 3-vector [{unit}] (got {v!r})") from None
+    if a.shape != (3,):
+        raise ValueError(f"{name} must have shape (3,) [{unit}] (one world; vmap for batches) "
+                         f"(got shape {a.shape})")
+    if not isinstance(a, jax.core.Tracer) and not bool(jnp.all(jnp.isfinite(a))):
+        raise ValueError(f"{name} must be finite [{unit}] (got {v!r})")
+    return a
+
+
 def _rot(state: State, body) -> jax.Array:
     return jm.quat_to_mat(state.quat[body])
 
@@ -102,46 +269,46 @@ def _rot(state: State, body) -> jax.Array:
 def add_force(state: State, body: int, force) -> State:
     """dBodyAddForce: world-frame force [N] at the centre of mass."""
     _check_body(state, body)
-    return state.replace(force=state.force.at[body].add(jnp.asarray(force, state.force.dtype)))
+    return state.replace(force=state.force.at[body].add(_vec3(state, "force", force, "N")))
 
 
 def add_torque(state: State, body: int, torque) -> State:
     """dBodyAddTorque: world-frame torque [N m]."""
     _check_body(state, body)
-    return state.replace(torque=state.torque.at[body].add(jnp.asarray(torque, state.torque.dtype)))
+    return state.replace(torque=state.torque.at[body].add(_vec3(state, "torque", torque, "N m")))
 
 
 def add_rel_force(state: State, body: int, force) -> State:
     """dBodyAddRelForce: body-frame force [N] at the centre of mass."""
     _check_body(state, body)
-    return add_force(state, body, _rot(state, body) @ jnp.asarray(force, state.pos.dtype))
+    return add_force(state, body, _rot(state, body) @ _vec3(state, "force", force, "N"))
 
 
 def add_rel_torque(state: State, body: int, torque) -> State:
     """dBodyAddRelTorque: body-frame torque [N m]."""
     _check_body(state, body)
-    return add_torque(state, body, _rot(state, body) @ jnp.asarray(torque, state.pos.dtype))
+    return add_torque(state, body, _rot(state, body) @ _vec3(state, "torque", torque, "N m"))
 
 
 def add_force_at_pos(state: State, body: int, force, pos) -> State:
     """dBodyAddForceAtPos: world force [N] at world point ``pos`` [m]."""
     _check_body(state, body)
-    f = jnp.asarray(force, state.pos.dtype)
-    r = jnp.asarray(pos, state.pos.dtype) - state.pos[body]
+    f = _vec3(state, "force", force, "N")
+    r = _vec3(state, "pos", pos, "m") - state.pos[body]
     return add_torque(add_force(state, body, f), body, jnp.cross(r, f))
 
 
 def add_force_at_rel_pos(state: State, body: int, force, pos) -> State:
     """dBodyAddForceAtRelPos: world force [N] at body-frame point ``pos`` [m]."""
     _check_body(state, body)
-    p = state.pos[body] + _rot(state, body) @ jnp.asarray(pos, state.pos.dtype)
+    p = state.pos[body] + _rot(state, body) @ _vec3(state, "pos", pos, "m")
     return add_force_at_pos(state, body, force, p)
 
 
 def add_rel_force_at_pos(state: State, body: int, force, pos) -> State:
     """dBodyAddRelForceAtPos: body-frame force [N] at world point ``pos`` [m]."""
     _check_body(state, body)
-    f = _rot(state, body) @ jnp.asarray(force, state.pos.dtype)
+    f = _rot(state, body) @ _vec3(state, "force", force, "N")
     return add_force_at_pos(state, body, f, pos)
 
 
@@ -149,5 +316,5 @@ def add_rel_force_at_rel_pos(state: State, body: int, force, pos) -> State:
     """dBodyAddRelForceAtRelPos: body-frame force [N] at body-frame point ``pos`` [m]."""
     _check_body(state, body)
     r = _rot(state, body)
-    p = state.pos[body] + r @ jnp.asarray(pos, state.pos.dtype)
-    return add_force_at_pos(state, body, r @ jnp.asarray(force, state.pos.dtype), p)
+    p = state.pos[body] + r @ _vec3(state, "pos", pos, "m")
+    return add_force_at_pos(state, body, r @ _vec3(state, "force", force, "N"), p)

@@ -24,7 +24,7 @@ from jaxode.surface import Surface
 from jaxode import materials as mat_lib
 from jaxode.types import FRICTION_MODELS, Model, PairGroup, Params
 from jaxode import joints as jt
-from jaxode import narrowphase, pipeline
+from jaxode import narrowphase, params_spec, pipeline
 
 
 def _vec(name: str, value, n: int) -> np.ndarray:
@@ -36,6 +36,12 @@ def _vec(name: str, value, n: int) -> np.ndarray:
         raise ValueError(f"{name} must have {n} components (got {a.size})")
     if not np.all(np.isfinite(a)):
         raise ValueError(f"{name} must be finite, no NaN or inf (got {value!r})")
+    # ODE bounds no position or velocity; a finite value must stay finite in the
+    # working dtype (float32 unless jax_enable_x64).
+    big = np.finfo(np.float64 if jax.config.jax_enable_x64 else np.float32).max
+    if np.any(np.abs(a) > big):
+        raise ValueError(f"{name} must be finite in the working dtype, |x| <= {big:.3g} "
+                         f"(got {value!r})")
     return a
 
 
@@ -54,6 +60,19 @@ def _scalar(name: str, value, lo=None, hi=None, lo_open=False, hi_open=False, al
         rng = ("(" if lo_open else "[") + f"{lb}, {ub}" + (")" if hi_open else "]")
         raise ValueError(f"{name} must be in {rng} (got {v!r})")
     return v
+
+
+def _param(field: str, value, label: Optional[str] = None) -> float:
+    """A scalar per-world parameter checked against its declaration
+    (:mod:`jaxode.params_spec`): ValueError naming ``label``, the range and the value."""
+    spec = params_spec.SPECS[field]
+    label = label or field
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{label} must be a number in {spec.range_text(False)} "
+                         f"(got {value!r})") from None
+    return params_spec.check_value(field, v, label=label)
 
 
 def _quat(name: str, q) -> np.ndarray:
@@ -103,8 +122,8 @@ class WorldBuilder:
 
     gravity (3,) [m/s^2]; erp in [0, 1]; cfm >= 0 (default 1e-5 in float32,
     1e-10 with ``jax_enable_x64``, as ODE single/double); iterations >= 1
-    (QuickStep); sor in (0, 2) (QuickStep w); contact_max_correcting_vel > 0
-    [m/s]; contact_surface_layer >= 0 [m]; linear/angular_damping in [0, 1];
+    (QuickStep); sor in (0, 2) (QuickStep w); contact_max_correcting_vel >= 0
+    [m/s] (0: no penetration correction velocity, as ODE); contact_surface_layer >= 0 [m]; linear/angular_damping in [0, 1];
     *_damping_threshold >= 0 [m/s, rad/s]; max_angular_speed > 0 [rad/s]
     (inf = no limit); friction_model: the default for surfaces that name none
     ("pyramid", "box" or "cone"; see :class:`jaxode.Surface`); solver: how
@@ -131,21 +150,18 @@ class WorldBuilder:
         if cfm is None:
             cfm = 1e-10 if jax.config.jax_enable_x64 else 1e-5
         self.gravity = _vec("gravity", gravity, 3)
-        self.erp = _scalar("erp", erp, 0.0, 1.0)
-        self.cfm = _scalar("cfm", cfm, 0.0)
         if not isinstance(iterations, (int, np.integer)) or iterations < 1:
             raise ValueError(f"iterations must be an integer >= 1 (got {iterations!r})")
         self.iterations = int(iterations)
-        self.sor = _scalar("sor", sor, 0.0, 2.0, lo_open=True, hi_open=True)
-        self.contact_max_correcting_vel = _scalar(
-            "contact_max_correcting_vel", contact_max_correcting_vel, 0.0, None, lo_open=True, allow_inf=True)
-        self.contact_surface_layer = _scalar("contact_surface_layer", contact_surface_layer, 0.0)
-        self.linear_damping = _scalar("linear_damping", linear_damping, 0.0, 1.0)
-        self.angular_damping = _scalar("angular_damping", angular_damping, 0.0, 1.0)
-        self.linear_damping_threshold = _scalar("linear_damping_threshold", linear_damping_threshold, 0.0)
-        self.angular_damping_threshold = _scalar("angular_damping_threshold", angular_damping_threshold, 0.0)
-        self.max_angular_speed = _scalar("max_angular_speed", max_angular_speed, 0.0, None,
-                                         lo_open=True, allow_inf=True)
+        # World parameters: ranges from jaxode.params_spec.
+        for name, v in (("erp", erp), ("cfm", cfm), ("sor", sor),
+                        ("contact_max_correcting_vel", contact_max_correcting_vel),
+                        ("contact_surface_layer", contact_surface_layer),
+                        ("linear_damping", linear_damping), ("angular_damping", angular_damping),
+                        ("linear_damping_threshold", linear_damping_threshold),
+                        ("angular_damping_threshold", angular_damping_threshold),
+                        ("max_angular_speed", max_angular_speed)):
+            setattr(self, name, _param(name, v))
         if friction_model not in FRICTION_MODELS:
             raise ValueError(f"friction_model must be one of {sorted(FRICTION_MODELS)} (got {friction_model!r})")
         self.friction_model = friction_model
@@ -458,15 +474,7 @@ class WorldBuilder:
                 if v is None:
                     ax[key] = -1.0
                     continue
-                fname = f"{where}: {key}{suf}"
-                if key in ("lo_stop", "hi_stop"):
-                    ax[key] = _scalar(fname, v, allow_inf=True)
-                elif key == "vel":
-                    ax[key] = _scalar(fname, v)
-                elif key in ("fmax", "cfm", "stop_cfm"):
-                    ax[key] = _scalar(fname, v, 0.0, None, allow_inf=(key == "fmax"))
-                elif key in ("fudge_factor", "bounce", "stop_erp"):
-                    ax[key] = _scalar(fname, v, 0.0, 1.0)
+                ax[key] = _param(f"joint_{key}", v, f"{where}: {key}{suf}")
             if ax["hi_stop"] < ax["lo_stop"]:
                 raise ValueError(f"{where}: hi_stop{suf} must be >= lo_stop{suf} "
                                  f"(got lo {ax['lo_stop']}, hi {ax['hi_stop']})")
@@ -482,7 +490,7 @@ class WorldBuilder:
             if key not in sc:
                 raise ValueError(f"{where}: unknown parameter {key!r}")
             if v is not None:
-                sc[key] = _scalar(f"{where}: {key}", v, 0.0, 1.0 if key.endswith("erp") else None)
+                sc[key] = _param(f"joint_{key}", v, f"{where}: {key}")
         self.joints.append(dict(type=jtype, body1=int(body1), body2=None if body2 is None else int(body2),
                                 collide=bool(collide), geometry=geometry, axes=axes, scalars=sc))
         return i
@@ -880,47 +888,30 @@ class WorldBuilder:
         b, g = self.bodies, self.geoms
         surf = [gg["surface"] for gg in g]
 
-        def unset(v):
-            return -1.0 if v is None else v
-
-        fdir1 = np.zeros((ngeom, 3))
-        for k, s in enumerate(surf):
-            if s.fdir1 is not None:
-                fdir1[k] = np.asarray(s.fdir1, dtype=np.float64)
-        params = Params(
-            gravity=f(self.gravity), erp=f(self.erp), cfm=f(self.cfm), sor=f(self.sor),
-            contact_max_correcting_vel=f(self.contact_max_correcting_vel),
-            contact_surface_layer=f(self.contact_surface_layer),
-            linear_damping=f(self.linear_damping), angular_damping=f(self.angular_damping),
-            linear_damping_threshold=f(self.linear_damping_threshold),
-            angular_damping_threshold=f(self.angular_damping_threshold),
-            max_angular_speed=f(self.max_angular_speed),
-            body_mass=f(np.array([bb["mass"] for bb in b])),
-            body_inertia=f(np.stack([bb["inertia"] for bb in b])),
-            mu=f(np.array([s.mu for s in surf], dtype=np.float64).reshape(ngeom)),
-            mu2=f(np.array([unset(s.mu2) for s in surf], dtype=np.float64).reshape(ngeom)),
-            fdir1=f(fdir1),
-            bounce=f(np.array([s.bounce for s in surf], dtype=np.float64).reshape(ngeom)),
-            bounce_vel=f(np.array([s.bounce_vel_value for s in surf], dtype=np.float64).reshape(ngeom)),
-            soft_erp=f(np.array([unset(s.soft_erp) for s in surf], dtype=np.float64).reshape(ngeom)),
-            soft_cfm=f(np.array([unset(s.soft_cfm) for s in surf], dtype=np.float64).reshape(ngeom)),
-            max_vel=f(np.array([s.max_vel for s in surf], dtype=np.float64).reshape(ngeom)),
-            min_depth=f(np.array([s.min_depth for s in surf], dtype=np.float64).reshape(ngeom)),
-            slip1=f(np.array([unset(s.slip1) for s in surf], dtype=np.float64).reshape(ngeom)),
-            slip2=f(np.array([unset(s.slip2) for s in surf], dtype=np.float64).reshape(ngeom)),
-            **{key: f(np.array([unset(getattr(s, key)) for s in surf],
-                               dtype=np.float64).reshape(ngeom))
-               for key in ("kp", "kd", "motion1", "motion2", "motionN", "static_mu",
-                           "static_speed", "rolling")},
-            spinning=f(np.array([unset(s.spinning_value) for s in surf],
-                                dtype=np.float64).reshape(ngeom)),
-            **{f"joint_{key}": f(np.array([[ax[key] for ax in j["axes"]] for j in self.joints],
-                                          dtype=np.float64).reshape(len(self.joints), 3))
-               for key in self._AXIS_DEFAULTS},
-            **{f"joint_{key}": f(np.array([j["scalars"][key] for j in self.joints],
-                                          dtype=np.float64).reshape(len(self.joints)))
-               for key in ("suspension_erp", "suspension_cfm")},
-        )
+        values = dict(
+            gravity=self.gravity, body_mass=np.array([bb["mass"] for bb in b]),
+            body_inertia=np.stack([bb["inertia"] for bb in b]),
+            **{key: getattr(self, key) for key in (
+                "erp", "cfm", "sor", "contact_max_correcting_vel", "contact_surface_layer",
+                "linear_damping", "angular_damping", "linear_damping_threshold",
+                "angular_damping_threshold", "max_angular_speed")})
+        for spec in params_spec.SPECS_LIST:
+            if spec.entity == "geom":
+                # The Surface attribute named by the declaration; None = unset (its default).
+                vals = [getattr(s, spec.surface_attr) for s in surf]
+                values[spec.name] = np.array(
+                    [np.broadcast_to(np.asarray(spec.default if v is None else v, np.float64),
+                                     spec.shape) for v in vals],
+                    dtype=np.float64).reshape((ngeom,) + tuple(spec.shape))
+            elif spec.entity == "joint_axis":
+                key = spec.name[len("joint_"):]
+                values[spec.name] = np.array([[ax[key] for ax in j["axes"]] for j in self.joints],
+                                             dtype=np.float64).reshape(len(self.joints), 3)
+            elif spec.entity == "joint":
+                key = spec.name[len("joint_"):]
+                values[spec.name] = np.array([j["scalars"][key] for j in self.joints],
+                                             dtype=np.float64).reshape(len(self.joints))
+        params = Params(**{k: f(v) for k, v in values.items()})
         for k, s in enumerate(surf):
             if s.material is not None and s.material not in self.materials.materials:
                 raise ValueError(

@@ -61,30 +61,44 @@ def _opt(x, shape_like):
     return jnp.full(shape_like.shape, -1.0, shape_like.dtype) if x is None else x
 
 
-def contact_rows(model: Model, params: Params, contacts: Contacts, body_pos: jax.Array,
-                 body_vel: jax.Array, body_angvel: jax.Array, grot: jax.Array,
-                 h: jax.Array) -> tuple[Rows, Rows, jax.Array]:
-    """Rows of all contact slots for one world: (head, tail, cone_rows).
+class ContactSurface(NamedTuple):
+    """The combined surface of each contact slot (C,): Gazebo's ODE plugin's rules
+    (:mod:`jaxode.surface`), then the material pair table where both geoms name
+    materials, then static friction's pair values.
 
-    head: one normal row per slot (findex -1); tail: ``K`` rows per slot,
-    contact-major: the two friction rows (t1, t2), then, when the model has
-    angular friction (``model.angular_friction``, K = 5), rolling about t1 and
-    t2 and spinning about the normal; K = 2 otherwise. A tail row's
-    ``findex`` is the slot's normal row for the pyramid and cone models
-    (bound = hi * normal force) and -1 (constant bounds) for the box model;
-    angular rows always scale with the normal force. cone_rows (tail rows,)
-    marks the friction rows of cone-model contacts (projected jointly by the
-    solver).
-
-    body_pos/vel/angvel are padded with the static world (index nbody); grot
-    (ngeom, 3, 3) geom rotations for fdir1; h the step [s].
+    mu, mu2 [- or N for the box model]; bounce, bounce_vel [m/s]; erp, cfm (soft
+    or world); fcfm (2C,) the friction rows' CFM (slip1/slip2 or the world's cfm),
+    contact-major; smu, vs [m/s] static friction coefficient and speed; roll [-],
+    spin [m] rolling/spinning coefficients (0: off); max_vel [m/s], min_depth [m]
+    (surface and world combined); motion_n, motion1, motion2 [m/s] the surfaces'
+    relative velocities (ODE's motionN, motion1/2).
     """
-    dtype = body_pos.dtype
+
+    mu: jax.Array
+    mu2: jax.Array
+    bounce: jax.Array
+    bounce_vel: jax.Array
+    erp: jax.Array
+    cfm: jax.Array
+    fcfm: jax.Array
+    smu: jax.Array
+    vs: jax.Array
+    roll: jax.Array
+    spin: jax.Array
+    max_vel: jax.Array
+    min_depth: jax.Array
+    motion_n: jax.Array
+    motion1: jax.Array
+    motion2: jax.Array
+
+
+def mix_surfaces(model: Model, params: Params, contacts: Contacts, h: jax.Array
+                 ) -> ContactSurface:
+    """Surface mixing: the two geoms' surface parameters (and the world's, where a
+    surface leaves one unset) combined into each contact's (:class:`ContactSurface`).
+    h the step [s] (kp/kd become ERP/CFM at the step)."""
     g1, g2 = contacts.geom1, contacts.geom2
-    b1, b2 = model.geom_body[g1], model.geom_body[g2]
-    valid = contacts.valid
-    # Invalid slots get a harmless unit normal so no 0/0 reaches the rows.
-    n = jnp.where(valid[:, None], contacts.normal, jnp.array([0.0, 0.0, 1.0], body_pos.dtype))
+    dtype = contacts.depth.dtype
     p = params
     # Surface combination (see jaxode.surface).
     mu = jnp.minimum(p.mu[g1], p.mu[g2])
@@ -156,13 +170,55 @@ def contact_rows(model: Model, params: Params, contacts: Contacts, body_pos: jax
         roll = pick(p.mat_rolling, jnp.where(use, 0.0, roll))
         spin = pick(p.mat_spinning, jnp.where(use, 0.0, spin))
 
+    ncon = g1.shape[0]
+    motion_n = (jnp.zeros((ncon,), dtype) if p.motionN is None
+                else p.motionN[g1] + p.motionN[g2])
+    if p.motion1 is None:
+        motion1 = motion2 = jnp.zeros((ncon,), dtype)
+    else:
+        motion1 = p.motion1[g2] - p.motion1[g1]
+        motion2 = p.motion2[g2] - p.motion2[g1]
+    return ContactSurface(mu, mu2, bounce, bounce_vel, erp, cfm, fcfm, smu, vs, roll, spin,
+                          max_vel, min_depth, motion_n, motion1, motion2)
+
+
+def contact_rows(model: Model, params: Params, contacts: Contacts, body_pos: jax.Array,
+                 body_vel: jax.Array, body_angvel: jax.Array, grot: jax.Array,
+                 h: jax.Array) -> tuple[Rows, Rows, jax.Array]:
+    """Rows of all contact slots for one world: (head, tail, cone_rows).
+
+    head: one normal row per slot (findex -1); tail: ``K`` rows per slot,
+    contact-major: the two friction rows (t1, t2), then, when the model has
+    angular friction (``model.angular_friction``, K = 5), rolling about t1 and
+    t2 and spinning about the normal; K = 2 otherwise. A tail row's
+    ``findex`` is the slot's normal row for the pyramid and cone models
+    (bound = hi * normal force) and -1 (constant bounds) for the box model;
+    angular rows always scale with the normal force. cone_rows (tail rows,)
+    marks the friction rows of cone-model contacts (projected jointly by the
+    solver).
+
+    body_pos/vel/angvel are padded with the static world (index nbody); grot
+    (ngeom, 3, 3) geom rotations for fdir1; h the step [s].
+    """
+    dtype = body_pos.dtype
+    g1, g2 = contacts.geom1, contacts.geom2
+    b1, b2 = model.geom_body[g1], model.geom_body[g2]
+    valid = contacts.valid
+    # Invalid slots get a harmless unit normal so no 0/0 reaches the rows.
+    n = jnp.where(valid[:, None], contacts.normal, jnp.array([0.0, 0.0, 1.0], body_pos.dtype))
+    p = params
+    sf = mix_surfaces(model, params, contacts, h)
+    mu, mu2, bounce, bounce_vel = sf.mu, sf.mu2, sf.bounce, sf.bounce_vel
+    erp, cfm, fcfm, smu, vs = sf.erp, sf.cfm, sf.fcfm, sf.smu, sf.vs
+    roll, spin, max_vel, min_depth = sf.roll, sf.spin, sf.max_vel, sf.min_depth
+
     # Normal row: c = min(fps * erp * max(depth - min_depth, 0) + motionN, max_vel), then bounce.
     r1 = contacts.pos - body_pos[b1]
     r2 = contacts.pos - body_pos[b2]
     depth = jnp.maximum(contacts.depth - min_depth, 0.0)
     # Both surfaces moving outward push the bodies apart (ODE: pushout + motionN,
     # capped by max_vel; the bounce is measured relative to motionN).
-    motion_n = 0.0 if p.motionN is None else p.motionN[g1] + p.motionN[g2]
+    motion_n = sf.motion_n
     c = jnp.minimum(erp * depth / h + motion_n, max_vel)
     jn1 = jnp.concatenate([n, jnp.cross(r1, n)], axis=-1)
     jn2 = jnp.concatenate([-n, jnp.cross(n, r2)], axis=-1)
@@ -227,11 +283,7 @@ def contact_rows(model: Model, params: Params, contacts: Contacts, body_pos: jax
         lo=jnp.zeros((ncon,), dtype), hi=jnp.where(valid, inf, 0.0),
         findex=jnp.full((ncon,), -1, jnp.int32), active=valid)
     # Friction rows' target: the surfaces' relative velocity (ODE's motion1/2).
-    fc1 = jnp.zeros((ncon,), dtype)
-    fc2 = jnp.zeros((ncon,), dtype)
-    if p.motion1 is not None:
-        fc1 = p.motion1[g2] - p.motion1[g1]
-        fc2 = p.motion2[g2] - p.motion2[g1]
+    fc1, fc2 = sf.motion1, sf.motion2
     ja = [jt1a, jt2a]
     jb = [jt1b, jt2b]
     bounds = [mu, mu2]

@@ -74,3 +74,26 @@ def step_body(pos, quat, vel, angvel, finite, h, max_angular_speed,
     w2 = jnp.sum(angvel * angvel)
     angvel = jnp.where(w2 > ang_thr * ang_thr, angvel * (1 - ang_damp), angvel)
     return pos, quat, vel, angvel
+
+
+def advance(model, params, state, bodies, fc: jax.Array):
+    """The integration stage: ``v += h (acc + fc)`` (fc = M^-1 J^T lambda, the
+    constraint accelerations, static world row dropped), then ODE's dxStepBody
+    per body (:func:`step_body`). Returns the state with the new pos, quat, vel,
+    angvel, the force accumulators zeroed and the time advanced."""
+    dtype = state.pos.dtype
+    h = bodies.h
+    nb = state.pos.shape[0]
+    fc = fc[:nb]
+    vel = state.vel + h * (bodies.acc[:, :3] + fc[:, :3])
+    angvel = state.angvel + h * (bodies.acc[:, 3:] + fc[:, 3:])
+    p = params
+    pos, quat, vel, angvel = jax.vmap(
+        step_body, in_axes=(0, 0, 0, 0, 0, None, None, None, None, None, None))(
+        state.pos, state.quat, vel, angvel, model.body_finite_rotation, h,
+        p.max_angular_speed, p.linear_damping, p.angular_damping,
+        p.linear_damping_threshold, p.angular_damping_threshold)
+    return state.replace(
+        pos=pos.astype(dtype), quat=quat.astype(dtype), vel=vel.astype(dtype),
+        angvel=angvel.astype(dtype), force=jnp.zeros_like(state.force),
+        torque=jnp.zeros_like(state.torque), time=(state.time + h).astype(state.time.dtype))

@@ -48,16 +48,13 @@ from typing import Optional
 import jax.numpy as jnp
 import numpy as np
 
+from jaxode import params_spec
+
 PAIR_PROPS = ("friction", "restitution", "restitution_threshold", "static_friction",
               "static_speed", "rolling", "spinning", "soft_erp", "soft_cfm")
 RULES = ("default", "agx", "gazebo")
 _DEFAULT_PAIR = dict(friction=0.8, restitution=0.0, restitution_threshold=0.0)
-# property -> (lo, hi, lo_open, unit)
-_RANGE = dict(friction=(0.0, math.inf, False, ""), restitution=(0.0, 1.0, False, ""),
-              restitution_threshold=(0.0, math.inf, False, "m/s"),
-              static_friction=(0.0, math.inf, False, ""), static_speed=(0.0, math.inf, True, "m/s"),
-              rolling=(0.0, math.inf, False, ""), spinning=(0.0, math.inf, False, "m"),
-              soft_erp=(0.0, 1.0, False, ""), soft_cfm=(0.0, math.inf, False, ""))
+# Property ranges: those of the Params fields mat_<property> (jaxode.params_spec).
 
 
 def _check_props(where: str, props: dict) -> dict:
@@ -72,13 +69,7 @@ def _check_props(where: str, props: dict) -> dict:
             v = float(v)
         except (TypeError, ValueError):
             raise ValueError(f"{where}: {key} must be a number (got {v!r})") from None
-        lo, hi, lo_open, unit = _RANGE[key]
-        ok = (v > lo if lo_open else v >= lo) and v <= hi and not math.isnan(v)
-        if not ok or (math.isinf(v) and key not in ("friction", "static_friction")):
-            rng = ("(" if lo_open else "[") + f"{lo:g}, {hi:g}]"
-            raise ValueError(f"{where}: {key} must be in {rng}{' ' + unit if unit else ''} "
-                             f"(got {v!r})")
-        out[key] = v
+        out[key] = params_spec.check_value(f"mat_{key}", v, label=key, prefix=f"{where}: ")
     if "static_friction" in out and "friction" in out and out["static_friction"] < out["friction"]:
         raise ValueError(f"{where}: static_friction must be >= friction "
                          f"(got {out['static_friction']!r} < {out['friction']!r})")
@@ -261,7 +252,11 @@ def _load_raisim_xml(path: str) -> MaterialTable:
 
 
 def _load_choreonoid_yaml(path: str) -> MaterialTable:
-    import yaml
+    try:
+        import yaml
+    except ImportError:
+        raise ImportError(f"{path}: reading .yaml material files needs PyYAML: "
+                          f"pip install pyyaml (or pip install jaxode[yaml])") from None
 
     with open(path, "r", encoding="utf-8") as f:
         text = f.read()

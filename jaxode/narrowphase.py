@@ -218,3 +218,16 @@ def collide(model: Model, gpos: jax.Array, grot: jax.Array, lo: jax.Array,
         friction=sel["friction"].astype(jnp.int32), valid=m,
         force=jnp.zeros((cap, 3), dtype))
     return contacts, nfound, overflow_pairs, overflow_contacts + overflow_tris
+
+
+def detect(model: Model, state) -> "Collision":
+    """The collision stage: geom poses and AABBs (:mod:`jaxode.kinematics`), then
+    :func:`collide`; a :class:`jaxode.records.Collision`."""
+    from jaxode import kinematics
+    from jaxode.records import Collision
+
+    gpos, grot = kinematics.geom_poses(model, state.pos, state.quat)
+    lo, hi = kinematics.geom_aabbs(model, gpos, grot)
+    contacts, nfound, ovf_pairs, ovf_contacts = collide(model, gpos, grot, lo, hi)
+    return Collision(contacts=contacts, nfound=nfound, overflow_pairs=ovf_pairs,
+                     overflow_contacts=ovf_contacts, grot=grot)

@@ -47,6 +47,10 @@ import dataclasses
 import math
 from typing import Optional, Sequence
 
+import numpy as np
+
+from jaxode import params_spec
+from jaxode.params_spec import check_value
 from jaxode.types import FRICTION_MODELS
 
 
@@ -71,7 +75,8 @@ class Surface:
         for a bounce, >= 0.
     soft_erp: in [0, 1] or ``None`` (world erp); soft_cfm: >= 0 or ``None``
         (world cfm).
-    max_vel: maximum correcting velocity [m/s] > 0 (``inf`` = world value).
+    max_vel: maximum correcting velocity [m/s] >= 0 (``inf`` = world value;
+        0 = no penetration correction, as ODE and Gazebo).
     min_depth: depth [m] >= 0 allowed before correction (``inf`` = world value).
     max_contacts: contact points per geom pair, >= 1 (Gazebo default 10).
     slip1, slip2: force-dependent slip [m/(s N)] >= 0 in the two friction
@@ -150,89 +155,53 @@ class Surface:
         return self.spinning
 
     def validate(self, where: str = "surface") -> None:
-        """Raise ValueError naming the field and its allowed range."""
-        for name in ("mu", "mu2"):
-            v = getattr(self, name)
+        """Raise ValueError naming the field, its allowed range and the value
+        received (ranges from :mod:`jaxode.params_spec`)."""
+        for spec in _GEOM_SPECS:
+            v = getattr(self, spec.name)
+            label = f"{where}.{spec.name}"
             if v is None:
+                if spec.unset is None and spec.surface_default is not None:
+                    raise ValueError(f"{label} must be a number in {spec.range_text(False)} "
+                                     f"(got None)")
                 continue
-            if math.isnan(v) or v < 0:
-                raise ValueError(f"{where}.{name} must be >= 0 (inf allowed) (got {v!r})")
-        if self.fdir1 is not None:
-            if len(self.fdir1) != 3:
-                raise ValueError(f"{where}.fdir1 must be a 3-vector (got {self.fdir1!r})")
-            for x in self.fdir1:
-                _finite(f"{where}.fdir1", float(x))
+            if spec.shape:
+                try:
+                    a = np.asarray(v, np.float64)
+                except (TypeError, ValueError):
+                    a = None
+                if a is None or a.shape != tuple(spec.shape):
+                    raise ValueError(f"{label} must be a {spec.shape[0]}-vector of finite "
+                                     f"numbers (got {v!r})")
+                check_value(spec.name, a, label=label)
+            else:
+                check_value(spec.name, v, label=label)
         if self.friction is not None and self.friction not in FRICTION_MODELS:
             raise ValueError(
                 f"{where}.friction must be one of {sorted(FRICTION_MODELS)} or None "
                 f"(got {self.friction!r})")
-        _finite(f"{where}.bounce", self.bounce)
-        if not 0.0 <= self.bounce <= 1.0:
-            raise ValueError(f"{where}.bounce must be in [0, 1] (got {self.bounce!r})")
-        _finite(f"{where}.bounce_vel", self.bounce_vel)
-        if self.bounce_vel < 0:
-            raise ValueError(f"{where}.bounce_vel must be >= 0 m/s (got {self.bounce_vel!r})")
-        if self.soft_erp is not None:
-            _finite(f"{where}.soft_erp", self.soft_erp)
-            if not 0.0 <= self.soft_erp <= 1.0:
-                raise ValueError(f"{where}.soft_erp must be in [0, 1] (got {self.soft_erp!r})")
-        if self.soft_cfm is not None:
-            _finite(f"{where}.soft_cfm", self.soft_cfm)
-            if self.soft_cfm < 0:
-                raise ValueError(f"{where}.soft_cfm must be >= 0 (got {self.soft_cfm!r})")
-        if math.isnan(self.max_vel) or self.max_vel <= 0:
-            raise ValueError(f"{where}.max_vel must be > 0 m/s (inf allowed) (got {self.max_vel!r})")
-        if math.isnan(self.min_depth) or self.min_depth < 0:
-            raise ValueError(f"{where}.min_depth must be >= 0 m (inf allowed) (got {self.min_depth!r})")
-        for name in ("slip1", "slip2"):
-            v = getattr(self, name)
-            if v is not None:
-                _finite(f"{where}.{name}", v)
-                if v < 0:
-                    raise ValueError(f"{where}.{name} must be >= 0 m/(s N) (got {v!r})")
         if self.restitution_threshold is not None:
-            _finite(f"{where}.restitution_threshold", self.restitution_threshold)
-            if self.restitution_threshold < 0:
-                raise ValueError(f"{where}.restitution_threshold must be >= 0 m/s "
-                                 f"(got {self.restitution_threshold!r})")
+            check_value("bounce_vel", self.restitution_threshold,
+                        label=f"{where}.restitution_threshold")
             if self.bounce_vel != 0.1 and self.bounce_vel != self.restitution_threshold:
                 raise ValueError(f"{where}: give bounce_vel or restitution_threshold (the same "
                                  f"parameter), not both (got {self.bounce_vel!r} and "
                                  f"{self.restitution_threshold!r})")
-        if self.kp is not None:
-            _finite(f"{where}.kp", self.kp)
-            if self.kp <= 0:
-                raise ValueError(f"{where}.kp must be > 0 N/m (got {self.kp!r})")
-        if self.kd is not None:
-            _finite(f"{where}.kd", self.kd)
-            if self.kd < 0:
-                raise ValueError(f"{where}.kd must be >= 0 N s/m (got {self.kd!r})")
-            if self.kp is None:
-                raise ValueError(f"{where}.kd needs kp (kd alone does not define a contact "
-                                 f"stiffness; got kd={self.kd!r})")
+        if self.kd is not None and self.kp is None:
+            raise ValueError(f"{where}.kd needs kp (kd alone does not define a contact "
+                             f"stiffness; got kd={self.kd!r})")
         if (self.kp is not None) and (self.soft_erp is not None or self.soft_cfm is not None):
             raise ValueError(f"{where}: give kp/kd or soft_erp/soft_cfm, not both")
-        for name in ("motion1", "motion2", "motionN"):
-            _finite(f"{where}.{name}", getattr(self, name))
         if self.static_mu is not None:
-            _finite(f"{where}.static_mu", self.static_mu)
             if self.static_mu < self.mu:
                 raise ValueError(f"{where}.static_mu must be >= mu = {self.mu!r} (got {self.static_mu!r})")
             if self.static_speed is None:
                 raise ValueError(f"{where}.static_speed must be given with static_mu (m/s > 0)")
-        if self.static_speed is not None:
-            _finite(f"{where}.static_speed", self.static_speed)
-            if self.static_speed <= 0:
-                raise ValueError(f"{where}.static_speed must be > 0 m/s (got {self.static_speed!r})")
-        for name in ("rolling", "spinning", "torsional"):
-            v = getattr(self, name)
-            if v is not None:
-                _finite(f"{where}.{name}", v)
-                if v < 0:
-                    raise ValueError(f"{where}.{name} must be >= 0 (got {v!r})")
+        if self.torsional is not None:
+            check_value("spinning", self.torsional, label=f"{where}.torsional")
         _finite(f"{where}.patch_radius", self.patch_radius)
         if self.patch_radius < 0:
-            raise ValueError(f"{where}.patch_radius must be >= 0 m (got {self.patch_radius!r})")
+            raise ValueError(f"{where}.patch_radius must be in [0, inf) m (got {self.patch_radius!r})")
         if self.torsional is not None and self.spinning is not None:
             raise ValueError(f"{where}: give spinning or torsional (with patch_radius), not both")
         if self.material is not None and (not isinstance(self.material, str) or not self.material):
@@ -240,6 +209,32 @@ class Surface:
                              f"(got {self.material!r})")
         if not isinstance(self.max_contacts, int) or self.max_contacts < 1:
             raise ValueError(f"{where}.max_contacts must be an integer >= 1 (got {self.max_contacts!r})")
+
+
+def extend_surface(cls: type, specs=None) -> type:
+    """``cls`` with one more field per geom parameter of ``specs`` (default
+    :data:`jaxode.params_spec.SPECS_LIST`) that it does not declare yet, with the
+    declaration's ``surface_default`` (None = unset): a surface parameter
+    declared in :mod:`jaxode.params_spec` becomes a ``Surface`` keyword without
+    editing this file."""
+    specs = params_spec.SPECS_LIST if specs is None else specs
+    have = {f.name for f in dataclasses.fields(cls)}
+    extra = [s for s in specs if s.entity == "geom" and s.name not in have
+             and s.surface_attr == s.name]
+    if not extra:
+        return cls
+    new = dataclasses.make_dataclass(
+        cls.__name__, [(s.name, Optional[float], dataclasses.field(default=s.surface_default))
+                       for s in extra], bases=(cls,), frozen=True)
+    new.__module__, new.__qualname__ = cls.__module__, cls.__qualname__
+    new.__doc__ = (cls.__doc__ or "") + "".join(
+        f"\n    {s.name}: {s.doc} ({s.range_text(False)}; None: {s.unset or 'unset'})."
+        for s in extra)
+    return new
+
+
+Surface = extend_surface(Surface)
+_GEOM_SPECS = [s for s in params_spec.SPECS_LIST if s.entity == "geom"]
 
 
 def erp_cfm_from_kp_kd(kp, kd, dt):

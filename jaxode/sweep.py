@@ -45,7 +45,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxode import api
+from jaxode import api, params_spec
 from jaxode.types import Model, Params, State, Trajectory
 
 __all__ = ["sweep", "SweepResult", "DEFAULT_MEMORY_BUDGET"]
@@ -58,97 +58,23 @@ DEFAULT_MEMORY_BUDGET = 1 << 30
 _STEP_TEMP_FACTOR = 16
 
 # ------------------------------------------------------------ parameter ranges
-# field -> (lo, hi, lo_open, hi_open, inf_ok, negative_means_unset, unit)
-_INF = math.inf
-_RANGES = {
-    "gravity": (-_INF, _INF, False, False, False, False, "m/s^2"),
-    "erp": (0.0, 1.0, False, False, False, False, ""),
-    "cfm": (0.0, _INF, False, False, False, False, ""),
-    "sor": (0.0, 2.0, True, True, False, False, ""),
-    "contact_max_correcting_vel": (0.0, _INF, True, False, True, False, "m/s"),
-    "contact_surface_layer": (0.0, _INF, False, False, False, False, "m"),
-    "linear_damping": (0.0, 1.0, False, False, False, False, ""),
-    "angular_damping": (0.0, 1.0, False, False, False, False, ""),
-    "linear_damping_threshold": (0.0, _INF, False, False, False, False, "m/s"),
-    "angular_damping_threshold": (0.0, _INF, False, False, False, False, "rad/s"),
-    "max_angular_speed": (0.0, _INF, True, False, True, False, "rad/s"),
-    "body_mass": (0.0, _INF, True, False, False, False, "kg"),
-    "body_inertia": (-_INF, _INF, False, False, False, False, "kg m^2"),
-    "mu": (0.0, _INF, False, False, True, False, ""),
-    "mu2": (0.0, _INF, False, False, True, True, ""),
-    "fdir1": (-_INF, _INF, False, False, False, False, ""),
-    "bounce": (0.0, 1.0, False, False, False, False, ""),
-    "bounce_vel": (0.0, _INF, False, False, False, False, "m/s"),
-    "soft_erp": (0.0, 1.0, False, False, False, True, ""),
-    "soft_cfm": (0.0, _INF, False, False, False, True, ""),
-    "max_vel": (0.0, _INF, True, False, True, False, "m/s"),
-    "min_depth": (0.0, _INF, False, False, True, False, "m"),
-    "joint_lo_stop": (-_INF, _INF, False, False, True, False, "rad or m"),
-    "joint_hi_stop": (-_INF, _INF, False, False, True, False, "rad or m"),
-    "joint_vel": (-_INF, _INF, False, False, False, False, "rad/s or m/s"),
-    "joint_fmax": (0.0, _INF, False, False, True, False, "N m or N"),
-    "joint_fudge_factor": (0.0, 1.0, False, False, False, False, ""),
-    "joint_bounce": (0.0, 1.0, False, False, False, False, ""),
-    "joint_cfm": (0.0, _INF, False, False, False, True, ""),
-    "joint_stop_erp": (0.0, 1.0, False, False, False, True, ""),
-    "joint_stop_cfm": (0.0, _INF, False, False, False, True, ""),
-    "joint_suspension_erp": (0.0, 1.0, False, False, False, True, ""),
-    "joint_suspension_cfm": (0.0, _INF, False, False, False, True, ""),
-    "slip1": (0.0, _INF, False, False, False, True, "m/(s N)"),
-    "slip2": (0.0, _INF, False, False, False, True, "m/(s N)"),
-    "kp": (0.0, _INF, True, False, False, True, "N/m"),
-    "kd": (0.0, _INF, False, False, False, True, "N s/m"),
-    "motion1": (-_INF, _INF, False, False, False, False, "m/s"),
-    "motion2": (-_INF, _INF, False, False, False, False, "m/s"),
-    "motionN": (-_INF, _INF, False, False, False, False, "m/s"),
-    "static_mu": (0.0, _INF, False, False, True, True, ""),
-    "static_speed": (0.0, _INF, True, False, False, True, "m/s"),
-    "rolling": (0.0, _INF, False, False, False, True, ""),
-    "spinning": (0.0, _INF, False, False, False, True, "m"),
-    "mat_friction": (0.0, _INF, False, False, True, True, ""),
-    "mat_restitution": (0.0, 1.0, False, False, False, True, ""),
-    "mat_restitution_threshold": (0.0, _INF, False, False, False, True, "m/s"),
-    "mat_static_friction": (0.0, _INF, False, False, True, True, ""),
-    "mat_static_speed": (0.0, _INF, True, False, False, True, "m/s"),
-    "mat_rolling": (0.0, _INF, False, False, False, True, ""),
-    "mat_spinning": (0.0, _INF, False, False, False, True, "m"),
-    "mat_soft_erp": (0.0, 1.0, False, False, False, True, ""),
-    "mat_soft_cfm": (0.0, _INF, False, False, False, True, ""),
-}
-# A Params field missing above is only checked to be finite.
-_ANY_FINITE = (-_INF, _INF, False, False, False, False, "")
+# Ranges, units, unset encodings and entities come from the one declaration of
+# every per-world parameter, jaxode.params_spec.
 # Trailing axes that are components of one vector/matrix value (no scalar broadcast).
-_COMPONENT_NDIM = {"gravity": 1, "fdir1": 1, "body_inertia": 2}
+_COMPONENT_NDIM = {s.name: len(s.shape) for s in params_spec.SPECS_LIST if s.shape}
 # Leading axes indexed by entity (body, geom, joint).
-_ENTITY = {"body_mass": "body", "body_inertia": "body", "mu": "geom", "mu2": "geom",
-           "fdir1": "geom", "bounce": "geom", "bounce_vel": "geom", "soft_erp": "geom",
-           "soft_cfm": "geom", "max_vel": "geom", "min_depth": "geom", "slip1": "geom",
-           "slip2": "geom", "kp": "geom", "kd": "geom", "motion1": "geom", "motion2": "geom",
-           "motionN": "geom", "static_mu": "geom", "static_speed": "geom", "rolling": "geom",
-           "spinning": "geom"}
+_ENTITY = {s.name: {"joint_axis": "joint", "material_pair": "material"}.get(s.entity, s.entity)
+           for s in params_spec.SPECS_LIST if s.entity != "world"}
 
 
 def _range_text(field: str) -> str:
-    lo, hi, lo_open, hi_open, inf_ok, unset, unit = _RANGES.get(field, _ANY_FINITE)
-    closed_hi = not hi_open and (hi != _INF or inf_ok)
-    txt = ("(" if lo_open else "[") + f"{lo:g}, {hi:g}" + ("]" if closed_hi else ")")
-    if unit:
-        txt += f" {unit}"
-    if inf_ok and hi == _INF:
-        txt += " (inf allowed)"
-    if unset:
-        txt += " or negative (unset: the default applies)"
-    return txt
+    return params_spec.SPECS[field].range_text()
 
 
 def _check_range(label: str, field: str, values: np.ndarray) -> None:
-    lo, hi, lo_open, hi_open, inf_ok, unset, _ = _RANGES.get(field, _ANY_FINITE)
+    spec = params_spec.SPECS.get(field)
     v = np.asarray(values, np.float64)
-    bad = np.isnan(v) | (np.isinf(v) & (not inf_ok))
-    ok = (v > lo if lo_open else v >= lo) & (v < hi if hi_open else v <= hi)
-    if unset:
-        ok = ok | (v < 0)
-    bad = bad | ~ok
+    bad = ~params_spec.allowed(spec, v) if spec is not None else ~np.isfinite(v)
     if np.any(bad):
         first = float(v[bad].flat[0])
         raise ValueError(f"sweep: {label}: values must be in {_range_text(field)} "

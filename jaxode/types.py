@@ -14,6 +14,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from jaxode import params_spec
 from jaxode._struct import pytree_dataclass, static_field
 
 # Friction models (per geom surface; ``pyramid`` is Gazebo's default).
@@ -23,106 +24,22 @@ FRICTION_CONE = 2  # Gazebo's cone_model: (l1/mu)^2 + (l2/mu2)^2 <= (normal forc
 FRICTION_MODELS = {"pyramid": FRICTION_PYRAMID, "box": FRICTION_BOX, "cone": FRICTION_CONE}
 
 
-@pytree_dataclass
-class Params:
-    """Per-world physical parameters. Every leaf may carry a leading batch axis.
+def _make_params() -> type:
+    """``Params``: its fields, their order and its docstring come from the one
+    declaration of every per-world parameter, :mod:`jaxode.params_spec`
+    (units, ranges, defaults, unset encodings, combination rules)."""
+    ns = {"__annotations__": {}, "__module__": __name__, "__qualname__": "Params",
+          "__doc__": params_spec.params_doc()}
+    for name, typ, *fld in params_spec.params_fields():
+        ns["__annotations__"][name] = typ
+        if fld:
+            ns[name] = fld[0]
+    return pytree_dataclass(type("Params", (), ns))
 
-    World (the ODE manual's World chapter, same meaning and defaults):
-      gravity (3,) [m/s^2]; erp, cfm: global error reduction and constraint
-      force mixing; sor: SOR relaxation w of QuickStep; contact_max_correcting_vel
-      [m/s]; contact_surface_layer [m]; linear_damping, angular_damping: scale
-      in [0, 1] applied per step; *_damping_threshold [m/s, rad/s]: damping only
-      above this speed; max_angular_speed [rad/s].
-    Bodies: body_mass (nbody,) [kg]; body_inertia (nbody, 3, 3) [kg m^2], body
-      frame, about the centre of mass (which is the body origin, as in ODE).
-    Geom surfaces (ngeom,): mu, mu2 (friction coefficients, or newtons for the
-      box model; mu2 < 0 means unset: equal to mu, so sweeping mu alone changes
-      both directions), fdir1 (ngeom, 3) first friction direction in the geom frame
-      (zero vector = unset), bounce (restitution in [0, 1]), bounce_vel [m/s]
-      (minimum incoming speed for a bounce), soft_erp, soft_cfm (negative =
-      unset: the world's erp/cfm apply), max_vel [m/s], min_depth [m],
-      slip1, slip2 [m/(s N)] force-dependent slip, the CFM of the two
-      friction rows (negative = unset: the world's cfm; slip2 unset with
-      slip1 set = slip1).
-      kp [N/m], kd [N s/m] (negative = unset): contact stiffness and damping;
-      where set they replace soft_erp/soft_cfm by ERP = h kp / (h kp + kd),
-      CFM = 1 / (h kp + kd) at the step h.
-      motion1, motion2, motionN [m/s]: surface velocity of the geom along
-      the contact's friction directions and outward along its normal
-      (ODE's dContactMotion1/2/N; a conveyor belt).
-      static_mu (negative = unset: mu), static_speed [m/s]: static friction
-      coefficient and the tangential speed below which it blends in.
-      rolling [-], spinning [m] (0 = off): rolling and spinning friction
-      bounds rolling * r_e * normal force and spinning * normal force.
-    Material pairs (M, M), symmetric, present when the scene names materials
-      (see jaxode.materials; negative = unset): mat_friction,
-      mat_restitution, mat_restitution_threshold [m/s], mat_static_friction,
-      mat_static_speed [m/s], mat_rolling, mat_spinning [m], mat_soft_erp,
-      mat_soft_cfm; they replace the surfaces' values for contacts between
-      two geoms with materials.
-    Joints (njoint, 3), one column per joint axis (ODE's dParam*, dParam*2,
-      dParam*3): joint_lo_stop, joint_hi_stop [rad or m]; joint_vel [rad/s or
-      m/s] motor target; joint_fmax [N m or N] motor force limit (0 = no
-      motor); joint_fudge_factor; joint_bounce; joint_cfm (motor row CFM),
-      joint_stop_erp, joint_stop_cfm (limit rows); negative CFM/ERP values mean
-      "the world's value" (ODE copies the world's at joint creation).
-      joint_suspension_erp, joint_suspension_cfm (njoint,): hinge-2's
-      suspension (dParamSuspensionERP/CFM; negative = the world's erp/cfm).
-    """
 
-    gravity: jax.Array
-    erp: jax.Array
-    cfm: jax.Array
-    sor: jax.Array
-    contact_max_correcting_vel: jax.Array
-    contact_surface_layer: jax.Array
-    linear_damping: jax.Array
-    angular_damping: jax.Array
-    linear_damping_threshold: jax.Array
-    angular_damping_threshold: jax.Array
-    max_angular_speed: jax.Array
-    body_mass: jax.Array
-    body_inertia: jax.Array
-    mu: jax.Array
-    mu2: jax.Array
-    fdir1: jax.Array
-    bounce: jax.Array
-    bounce_vel: jax.Array
-    soft_erp: jax.Array
-    soft_cfm: jax.Array
-    max_vel: jax.Array
-    min_depth: jax.Array
-    joint_lo_stop: jax.Array = None
-    joint_hi_stop: jax.Array = None
-    joint_vel: jax.Array = None
-    joint_fmax: jax.Array = None
-    joint_fudge_factor: jax.Array = None
-    joint_bounce: jax.Array = None
-    joint_cfm: jax.Array = None
-    joint_stop_erp: jax.Array = None
-    joint_stop_cfm: jax.Array = None
-    joint_suspension_erp: jax.Array = None
-    joint_suspension_cfm: jax.Array = None
-    slip1: jax.Array = None
-    slip2: jax.Array = None
-    kp: jax.Array = None
-    kd: jax.Array = None
-    motion1: jax.Array = None
-    motion2: jax.Array = None
-    motionN: jax.Array = None
-    static_mu: jax.Array = None
-    static_speed: jax.Array = None
-    rolling: jax.Array = None
-    spinning: jax.Array = None
-    mat_friction: jax.Array = None
-    mat_restitution: jax.Array = None
-    mat_restitution_threshold: jax.Array = None
-    mat_static_friction: jax.Array = None
-    mat_static_speed: jax.Array = None
-    mat_rolling: jax.Array = None
-    mat_spinning: jax.Array = None
-    mat_soft_erp: jax.Array = None
-    mat_soft_cfm: jax.Array = None
+#: Per-world physical parameters (one field per entry of
+#: :data:`jaxode.params_spec.SPECS`, in that order; see its docstring).
+Params = _make_params()
 
 
 @pytree_dataclass
@@ -267,8 +184,13 @@ class State:
       in the last step (before capacity truncation);
     overflow_pairs, overflow_contacts: running totals of candidate pairs and
       contacts dropped for lack of capacity (0 means nothing was ever dropped);
-    nonfinite: set when a step produced a non-finite state; that step is undone
-      and the world is frozen until reset;
+    nonfinite: set when a step produced a non-finite state (that step is undone),
+      and also when ``step``/``rollout`` found, at run time (traced values
+      inside jit/vmap), invalid inputs for this world: params out of their
+      declared range (:mod:`jaxode.params_spec`), dt outside
+      [DT_MIN, DT_MAX], a zero or non-finite quaternion (the state is then
+      left as it was); either way the world is frozen until reset and the
+      other worlds of a batch are untouched;
     joint_feedback (njoint, 4, 3): ODE's dJointFeedback f1, t1, f2, t2 [N, N m]
       of the last step (force and torque each joint applied to its bodies).
     """
@@ -307,7 +229,19 @@ class Trajectory:
 
 
 def batch(tree: Any, n: int) -> Any:
-    """Stack ``n`` copies of a pytree along a new leading axis (per-world batch)."""
-    if not isinstance(n, int) or n < 1:
+    """Stack ``n`` copies of a pytree along a new leading axis (per-world batch).
+
+    With several local devices (one CPU device per core by default, see
+    :mod:`jaxode.xla`) and ``n`` a multiple of their number, the batch is placed
+    sharded over them (:func:`jaxode.shard_worlds`): a ``jax.jit`` of a
+    ``vmap``-ed step or rollout on it runs on every device. Otherwise it stays
+    on the default device.
+    """
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ValueError(f"batch: n must be an integer >= 1 (got {n!r})")
-    return jax.tree.map(lambda x: jnp.repeat(jnp.asarray(x)[None], n, axis=0), tree)
+    out = jax.tree.map(lambda x: jnp.repeat(jnp.asarray(x)[None], n, axis=0), tree)
+    ndev = jax.local_device_count()
+    if ndev > 1 and n % ndev == 0 and jax.tree.leaves(out):
+        from jaxode.sharding import shard_worlds
+        out = shard_worlds(out)
+    return out

@@ -341,7 +341,7 @@ _A, _L = r"joint 0 \(amotor\)", r"joint 0 \(lmotor\)"
     ("amotor", dict(axes=[_X], mode="xyz"), _A + r": mode must be 'user' or 'euler'"),
     ("amotor", dict(axes=[_X], lo_stop=-0.5), _A + r": lo_stop: a user-mode amotor"),
     ("amotor", dict(axes=[_X], fmax2=1.0), _A + r": has 1 axis\(es\); parameters with suffix '2'"),
-    ("amotor", dict(axes=[_X], fmax=-1.0), _A + r": fmax must be in \[0.0, inf\]"),
+    ("amotor", dict(axes=[_X], fmax=-1.0), _A + r": fmax must be in \[0, inf\] N m or N \(inf allowed\) \(got -1.0\)"),
     ("amotor", dict(mode="euler", axes=[_X, _Y, _Z]), _A + r".*axes must hold 2"),
     ("amotor", dict(mode="euler", axes=[_X, (1.0, 1.0, 0.0)]),
      _A + r": axes: in Euler mode axis 2 must be perpendicular"),

@@ -109,6 +109,7 @@ class Env:
         self.dt = dt
         self.frame_skip = int(frame_skip)
         self.episode_length = int(episode_length)
+        jaxode.params_spec.check_params(model, model.params, where=f"{where}: model.params")
         self.randomize = check_randomize(model.params, randomize, where)
 
     # ------------------------------------------------------------------ hooks
@@ -149,12 +150,17 @@ class Env:
     def step(self, state: EnvState, action) -> EnvState:
         """``frame_skip`` physics steps with ``action`` held; reward and done."""
         action = self._action(action)
+        physics = state.physics
+        if self.num_actions is not None:
+            # a traced action outside the space flags the world (frozen, done)
+            bad = (action < 0) | (action >= self.num_actions)
+            physics = physics.replace(nonfinite=physics.nonfinite | bad)
 
         def substep(_, ph):
             ph, p = self.control(ph, state.params, action)
             return jaxode.step(self.model, ph, self.dt, params=p)
 
-        physics = jax.lax.fori_loop(0, self.frame_skip, substep, state.physics)
+        physics = jax.lax.fori_loop(0, self.frame_skip, substep, physics)
         reward, terminated = self.reward_done(state, physics, action)
         terminated = jnp.asarray(terminated, bool) | physics.nonfinite
         steps = state.info["steps"] + 1
@@ -171,6 +177,7 @@ class Env:
 
     def step_batch(self, states: EnvState, actions) -> EnvState:
         """``vmap(step)``: one env step of every world. jitted once per env (and shared)."""
+        self.check_action(actions, batch=np.shape(states.done))
         return self._jit("step_batch", lambda: jax.vmap(self.step))(states, actions)
 
     def _jit(self, name: str, make):
@@ -179,7 +186,53 @@ class Env:
             cache[name] = jax.jit(make())
         return cache[name]
 
+    def check_action(self, action, batch: tuple = ()) -> None:
+        """Check an action (``batch``: its leading batch axes): a discrete space
+        takes one integer in [0, num_actions) per world (shape ``batch`` or
+        ``batch + (1,)``), a continuous one ``action_size`` finite numbers
+        (shape ``batch + (action_size,)``; ``batch`` alone for size 1; values
+        outside [action_low, action_high] are clipped). TypeError for a wrong
+        dtype (a float for a discrete space, a string), ValueError for a wrong
+        shape or a concrete value outside the space; traced discrete values
+        outside it flag the world (``physics.nonfinite``: frozen, done)."""
+        where = f"env {self.name!r}: action"
+        tracer = isinstance(action, jax.core.Tracer)
+        if tracer:
+            arr, shape, dtype = None, tuple(action.shape), np.dtype(action.dtype)
+        else:
+            try:
+                arr = np.asarray(action)
+            except (TypeError, ValueError):
+                raise TypeError(f"{where} must be numeric (got {action!r})") from None
+            shape, dtype = arr.shape, arr.dtype
+        batch = tuple(batch)
+        if self.num_actions is not None:
+            n = self.num_actions
+            space = f"one integer in [0, {n - 1}] per world (a discrete space of {n} actions)"
+            if shape not in (batch, batch + (1,)):
+                raise ValueError(f"{where} must be {space}, shape {batch} or {batch + (1,)} "
+                                 f"(got shape {shape})")
+            if dtype.kind not in "iu" and not (dtype.kind == "f" and not tracer):
+                raise TypeError(f"{where} must be {space}: an integer dtype (got {dtype})")
+            if arr is not None:
+                v = arr.astype(np.float64)
+                bad = ~np.isfinite(v) | (v != np.round(v)) | (v < 0) | (v > n - 1)
+                if np.any(bad):
+                    raise ValueError(f"{where} must be {space} (got {arr[bad].flat[0].item()!r})")
+        else:
+            k = self.action_size
+            shapes = (batch + (k,),) + ((batch,) if k == 1 else ())
+            if shape not in shapes:
+                raise ValueError(f"{where} must have shape {shapes[0]} ({k} number(s) in "
+                                 f"[{list(self.action_low)}, {list(self.action_high)}] per world) "
+                                 f"(got shape {shape})")
+            if dtype.kind not in "iuf":
+                raise TypeError(f"{where} must be real numbers (got dtype {dtype})")
+            if arr is not None and not np.all(np.isfinite(arr.astype(np.float64))):
+                raise ValueError(f"{where} must be finite (got {action!r})")
+
     def _action(self, action):
+        self.check_action(action)
         if self.num_actions is not None:
             return jnp.asarray(action, jnp.int32).reshape(())
         a = jnp.asarray(action, self.dtype).reshape(self.action_size)

@@ -92,6 +92,7 @@ class JaxodeVectorEnv(VectorEnv):
         if self._state is None:
             raise RuntimeError("call reset() before step()")
         env = self.env
+        env.check_action(np.asarray(actions), batch=(self.num_envs,))
         if env.num_actions is not None:
             a = np.asarray(actions).astype(np.int32).reshape(self.num_envs)
         else:

@@ -22,25 +22,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxode import params_spec
 from jaxode.types import Params
 
-# lower / upper limits a drawn value must respect (inclusive unless noted)
-_LIMITS = {
-    "body_mass": (0.0, None, "> 0 kg"),
-    "erp": (0.0, 1.0, "in [0, 1]"),
-    "cfm": (0.0, None, ">= 0"),
-    "sor": (0.0, 2.0, "in (0, 2)"),
-    "mu": (0.0, None, ">= 0"),
-    "bounce": (0.0, 1.0, "in [0, 1]"),
-    "bounce_vel": (0.0, None, ">= 0 m/s"),
-    "joint_fmax": (0.0, None, ">= 0"),
-    "joint_bounce": (0.0, 1.0, "in [0, 1]"),
-    "joint_fudge_factor": (0.0, 1.0, "in [0, 1]"),
-    "linear_damping": (0.0, 1.0, "in [0, 1]"),
-    "angular_damping": (0.0, 1.0, "in [0, 1]"),
-    "max_angular_speed": (0.0, None, "> 0 rad/s"),
-}
-_OPEN_LOW = {"body_mass", "sor", "max_angular_speed"}
+# Drawn values must lie in the field's declared range (jaxode.params_spec).
 
 
 def param_names(params: Params) -> list[str]:
@@ -86,12 +71,12 @@ def check_randomize(params: Params, randomize: Optional[dict], where: str = "ran
             raise ValueError(f"{where}: randomize[{name!r}]: bounds must be finite (got {rng!r})")
         if np.any(lo > hi):
             raise ValueError(f"{where}: randomize[{name!r}]: lo must be <= hi (got {rng!r})")
-        if name in _LIMITS:
-            a, b, text = _LIMITS[name]
-            bad_lo = np.any(lo <= a) if name in _OPEN_LOW else np.any(lo < a)
-            if bad_lo or (b is not None and np.any(hi > b)):
-                raise ValueError(f"{where}: randomize[{name!r}]: values must be {text} "
-                                 f"(got {rng!r})")
+        spec = params_spec.SPECS.get(name)
+        if spec is not None:
+            s = dataclasses.replace(spec, unset=None)  # a drawn value is never "unset"
+            if not (np.all(params_spec.allowed(s, lo)) and np.all(params_spec.allowed(s, hi))):
+                raise ValueError(f"{where}: randomize[{name!r}]: values must be in "
+                                 f"{spec.range_text(False)} (got {rng!r})")
         out[name] = (np.broadcast_to(lo, shape).copy(), np.broadcast_to(hi, shape).copy())
     return out
 

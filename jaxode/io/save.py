@@ -26,6 +26,8 @@ import dataclasses
 import importlib
 import json
 import os
+import zipfile
+import zlib
 from typing import Any
 
 import jax
@@ -60,30 +62,79 @@ def _encode(x: Any, key: str, arrays: dict) -> Any:
     raise ValueError(f"save: {key}: cannot store a value of type {type(x).__name__}")
 
 
-def _decode(node: Any, arrays, where: str) -> Any:
+def _decode(node: Any, arrays, where: str, key: str = "") -> Any:
     if isinstance(node, dict):
         if "a" in node:
+            if node["a"] not in arrays:
+                raise ValueError(f"load: {where}: {key}: array {node['a']!r} is missing from "
+                                 f"the archive")
             return jnp.asarray(arrays[node["a"]])
         if "t" in node:
-            return tuple(_decode(v, arrays, where) for v in node["t"])
+            return tuple(_decode(v, arrays, where, f"{key}/{i}") for i, v in enumerate(node["t"]))
         if "l" in node:
-            return [_decode(v, arrays, where) for v in node["l"]]
+            return [_decode(v, arrays, where, f"{key}/{i}") for i, v in enumerate(node["l"])]
         if "d" in node:
-            return {k: _decode(v, arrays, where) for k, v in node["d"].items()}
+            return {k: _decode(v, arrays, where, f"{key}/{k}") for k, v in node["d"].items()}
         if "dc" in node:
+            if not isinstance(node["dc"], str) or not isinstance(node.get("f"), dict):
+                raise ValueError(f"load: {where}: {key}: malformed class node {node!r}")
             mod, _, name = node["dc"].partition(":")
             if not (mod == "jaxode" or mod.startswith("jaxode.")):
                 raise ValueError(f"load: {where}: refusing to build class {node['dc']!r} (not jaxode)")
-            cls = getattr(importlib.import_module(mod), name)
-            return cls(**{k: _decode(v, arrays, where) for k, v in node["f"].items()})
-        raise ValueError(f"load: {where}: malformed structure node {node!r}")
+            try:
+                cls = getattr(importlib.import_module(mod), name)
+            except (ImportError, AttributeError, ValueError):
+                raise ValueError(f"load: {where}: {key}: unknown class {node['dc']!r} (tampered "
+                                 f"or written by another jaxode version)") from None
+            if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)):
+                raise ValueError(f"load: {where}: {key}: {node['dc']!r} is not a jaxode "
+                                 f"dataclass")
+            fields = {k: _decode(v, arrays, where, f"{key}/{k}") for k, v in node["f"].items()}
+            try:
+                return cls(**fields)
+            except TypeError as e:
+                raise ValueError(f"load: {where}: {key}: the fields stored for {node['dc']!r} "
+                                 f"do not fit it ({e})") from None
+        raise ValueError(f"load: {where}: {key}: malformed structure node {node!r}")
     return node
+
+
+def _is_tree_of_data(x: Any) -> bool:
+    if dataclasses.is_dataclass(x) and not isinstance(x, type):
+        return True
+    if isinstance(x, (jax.Array, np.ndarray)):
+        return True
+    if isinstance(x, (tuple, list)):
+        return len(x) > 0 and all(_is_tree_of_data(v) for v in x)
+    if isinstance(x, dict):
+        return len(x) > 0 and all(_is_tree_of_data(v) for v in x.values())
+    return False
+
+
+def _check_pair(model, states, who: str) -> None:
+    from jaxode import params_spec
+    from jaxode.api import check_state
+    from jaxode.types import Model, State
+    if not isinstance(model, Model):
+        raise TypeError(f"{who}: model must be a jaxode.Model (got {type(model).__name__})")
+    if model.params is not None:
+        params_spec.check_params(model, model.params, where=f"{who}: model.params")
+    if isinstance(states, State):
+        nb = max(len(np.shape(states.time)), 0)
+        check_state(model, states, where=f"{who}: states", batch_ndim=nb)
 
 
 def save(path, model, states) -> None:
     """Write ``model`` (a :class:`jaxode.Model`) and ``states`` (a
-    :class:`jaxode.State`, batched or not, or any pytree of jaxode dataclasses
-    and arrays) to the ``.npz`` file ``path`` (format in the module docstring)."""
+    :class:`jaxode.State`, batched or not, or a tuple/list/dict of jaxode
+    dataclasses and arrays) to the ``.npz`` file ``path`` (format in the module
+    docstring). TypeError for anything else (a string, a number, None);
+    ValueError for a state whose shapes do not fit the model."""
+    if not _is_tree_of_data(states):
+        raise TypeError(f"save: {os.fspath(path)}: states must be a jaxode.State (batched or "
+                        f"not) or a tuple/list/dict of jaxode dataclasses and arrays (got "
+                        f"{type(states).__name__}: {states!r:.80})")
+    _check_pair(model, states, f"save: {os.fspath(path)}")
     arrays: dict = {}
     structure = {"model": _encode(model, "model", arrays), "states": _encode(states, "states", arrays)}
     payload = {"__jaxode_format__": np.int64(FORMAT_VERSION),
@@ -95,15 +146,45 @@ def save(path, model, states) -> None:
 
 def load(path):
     """Read a file written by :func:`save`; returns ``(model, states)`` with the
-    saved dtypes, shapes and bits."""
+    saved dtypes, shapes and bits. ValueError naming the file and what is wrong
+    for a file that is not a readable archive (truncated, garbage bytes), not a
+    jaxode save file, of another format version, with corrupted JSON, an unknown
+    or foreign class, a missing array, or arrays whose shapes do not fit the model."""
     path = os.fspath(path)
-    with np.load(path, allow_pickle=False) as z:
-        if "__jaxode_format__" not in z.files or "__structure__" not in z.files:
-            raise ValueError(f"load: {path}: not a jaxode save file (no __jaxode_format__ key)")
-        version = int(z["__jaxode_format__"])
-        if version != FORMAT_VERSION:
-            raise ValueError(f"load: {path}: format version {version} is not supported "
-                             f"(this jaxode reads version {FORMAT_VERSION})")
-        structure = json.loads(str(z["__structure__"]))
-        arrays = {k: z[k] for k in z.files}
-    return (_decode(structure["model"], arrays, path), _decode(structure["states"], arrays, path))
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            if "__jaxode_format__" not in z.files or "__structure__" not in z.files:
+                raise ValueError(f"load: {path}: not a jaxode save file (no __jaxode_format__ key)")
+            try:
+                version = int(z["__jaxode_format__"])
+            except (TypeError, ValueError):
+                raise ValueError(f"load: {path}: __jaxode_format__ is not an integer format "
+                                 f"version") from None
+            if version != FORMAT_VERSION:
+                raise ValueError(f"load: {path}: format version {version} is not supported "
+                                 f"(this jaxode reads version {FORMAT_VERSION})")
+            raw = z["__structure__"]
+            arrays = {k: z[k] for k in z.files}
+    except FileNotFoundError:
+        raise
+    except ValueError as e:
+        if str(e).startswith("load: "):
+            raise
+        raise ValueError(f"load: {path}: not a readable .npz save file ({e})") from None
+    except (OSError, EOFError, KeyError, zipfile.BadZipFile, zlib.error) as e:
+        raise ValueError(f"load: {path}: not a readable .npz save file (truncated or "
+                         f"corrupted: {type(e).__name__}: {e})") from None
+    try:
+        structure = json.loads(str(raw))
+    except json.JSONDecodeError as e:
+        raise ValueError(f"load: {path}: __structure__ is not valid JSON ({e})") from None
+    if not isinstance(structure, dict) or not {"model", "states"} <= set(structure):
+        raise ValueError(f"load: {path}: __structure__ must be a JSON object with 'model' and "
+                         f"'states'")
+    model = _decode(structure["model"], arrays, path, "model")
+    states = _decode(structure["states"], arrays, path, "states")
+    try:
+        _check_pair(model, states, f"load: {path}")
+    except TypeError as e:
+        raise ValueError(str(e)) from None
+    return model, states

@@ -120,11 +120,15 @@ def relative_quat(qrel, q1, q2):
 def hinge_angle_from_quat(qrel_now, axis):
     """ODE's getHingeAngleFromRelativeQuat: angle about ``axis`` (body 1 frame)."""
     cost2 = qrel_now[0]
-    sint2 = jnp.sqrt(jnp.sum(qrel_now[1:] ** 2) + jnp.finfo(qrel_now.dtype).tiny)
+    # |sin(theta/2)|: exactly 0 at the reference pose (ODE reads 0 there), and a
+    # finite gradient (double where: sqrt never sees 0 on the taken branch).
+    s2 = jnp.sum(qrel_now[1:] ** 2)
+    nz = s2 > 0
+    sint2 = jnp.where(nz, jnp.sqrt(jnp.where(nz, s2, 1.0)), 0.0)
     pos = jnp.dot(qrel_now[1:], axis) >= 0
     theta = jnp.where(pos, 2 * jnp.arctan2(sint2, cost2), 2 * jnp.arctan2(sint2, -cost2))
     theta = jnp.where(theta > jnp.pi, theta - 2 * jnp.pi, theta)
-    return -theta
+    return 0.0 - theta  # +0.0, not -0.0, at the reference pose
 
 
 def limot_row(ax, rotational: bool, value, rate_in, p: AxisParams, ltd, has2, h, use_limits):

@@ -1,0 +1,86 @@
+"""XLA options jaxode sets for its users, before JAX starts its CPU backend.
+
+``import jaxode`` adds two flags to ``XLA_FLAGS`` when JAX's backends have not
+started yet (nothing has created an array or asked for devices) and the flag
+is not set already:
+
+- ``--xla_force_host_platform_device_count=<cores>``: one XLA CPU device per
+  core. One CPU device runs a batch's sequential solver loop on one core;
+  :func:`jaxode.batch` places a batch whose size the device count divides
+  sharded over the devices (:mod:`jaxode.sharding`), so ``jax.jit(jax.vmap(
+  rollout))`` on it runs on every core with nothing else to set (about 2x on
+  two cores for the bench's scenes).
+- ``--xla_cpu_max_isa=AVX`` (x86-64 only): no fused multiply-add. XLA's CPU
+  compiler contracts ``a * b + c`` into one FMA wherever both land in one
+  fused kernel, and which ops share a kernel depends on the shapes, so a world
+  would round differently alone and in a batch of 1024 (2.65 cm apart after
+  100 steps of ``boxes`` in float32). Without FMA every operation rounds as
+  IEEE says whatever the fusion, and a world's trajectory is bitwise the same
+  alone and in any batch (tests/test_batch_invariance.py). AVX's 256-bit
+  vectors stay; the measured cost is within this VM's run-to-run noise
+  (bench/RESULTS.md).
+
+Set ``JAXODE_XLA_DEFAULTS=0`` to leave ``XLA_FLAGS`` alone. If JAX started
+before jaxode was imported, nothing is changed: :func:`status` says what is in
+effect (one CPU device: a batch runs on one core; FMA on: a world alone may
+differ from the same world in a batch in the last bits, which float32 chaos
+grows). Import jaxode first, or set the flags yourself.
+"""
+from __future__ import annotations
+
+import os
+import platform
+
+DEVICE_COUNT_FLAG = "--xla_force_host_platform_device_count"
+MAX_ISA_FLAG = "--xla_cpu_max_isa"
+NO_FMA_ISA = "AVX"
+
+# What configure() did: flags added, or why none were.
+_applied: dict = {"flags": [], "reason": "not run"}
+
+
+def _backends_started() -> bool:
+    try:
+        from jax._src import xla_bridge
+        return bool(getattr(xla_bridge, "_backends", {}))
+    except Exception:  # noqa: BLE001 - private API moved: assume not started
+        return False
+
+
+def _x86() -> bool:
+    return platform.machine().lower() in ("x86_64", "amd64", "i686", "x86")
+
+
+def configure() -> list[str]:
+    """Add jaxode's XLA flags (module docstring) if JAX's backends have not started.
+    Returns the flags added (none when disabled, already set or too late)."""
+    if os.environ.get("JAXODE_XLA_DEFAULTS", "1").strip().lower() in ("0", "false", "no", "off"):
+        _applied.update(flags=[], reason="JAXODE_XLA_DEFAULTS=0")
+        return []
+    if _backends_started():
+        _applied.update(flags=[], reason="JAX's backends started before jaxode was imported")
+        return []
+    current = os.environ.get("XLA_FLAGS", "")
+    added = []
+    if DEVICE_COUNT_FLAG not in current:
+        added.append(f"{DEVICE_COUNT_FLAG}={os.cpu_count() or 1}")
+    if _x86() and MAX_ISA_FLAG not in current:
+        added.append(f"{MAX_ISA_FLAG}={NO_FMA_ISA}")
+    if added:
+        os.environ["XLA_FLAGS"] = " ".join([current] + added).strip()
+    _applied.update(flags=added, reason="set at import" if added else "already in XLA_FLAGS")
+    return added
+
+
+def status() -> dict:
+    """What is in effect: CPU devices, whether FMA contraction is off, and what
+    :func:`configure` did (``flags`` added and ``reason``)."""
+    import jax
+
+    flags = os.environ.get("XLA_FLAGS", "")
+    try:
+        ncpu = len(jax.devices("cpu"))
+    except RuntimeError:
+        ncpu = 0
+    no_fma = _x86() and f"{MAX_ISA_FLAG}={NO_FMA_ISA}" in flags
+    return {"cpu_devices": ncpu, "fma_off": no_fma, "xla_flags": flags, **_applied}

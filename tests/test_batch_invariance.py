@@ -1,0 +1,101 @@
+"""A world's trajectory is bitwise the same alone, in a vmap of one and in any batch.
+
+Users reproduce an RL episode or a sweep variant by re-running it alone, so the
+batch a world was stepped in must not change a single bit of it. The scene
+mixes what makes a step batch-dependent: contacts (their pair and contact
+compaction shares slots across a batch, the solver's live-row count and the
+pair kinds skipped depend on the other worlds) and joints, with rotated boxes
+tumbling onto a plane (chaotic: a last-bit difference grows to millimetres
+within these steps, so "equal to 1e-6" would not be the same test).
+Truth: the world stepped alone by ``jaxode.rollout``; nothing else.
+"""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxode
+
+STEPS = 60
+DT = 0.01
+
+
+def _model(solver="pgs"):
+    b = jaxode.WorldBuilder(gravity=(0.0, 0.0, -9.81), solver=solver)
+    b.add_plane(surface=jaxode.Surface(mu=0.6))
+    m = jaxode.mass.box((0.2, 0.2, 0.2), total=1.0)
+    for k in range(3):
+        a = 0.3 + 0.2 * k
+        q = (np.cos(a / 2), np.sin(a / 2) * 0.6, np.sin(a / 2) * 0.8, 0.0)
+        i = b.add_body(pos=(0.25 * k, 0.05 * k, 0.25 + 0.22 * k), quat=q, vel=(0.5, 0.0, 0.0),
+                       mass=m)
+        b.add_box((0.2, 0.2, 0.2), body=i, surface=jaxode.Surface(mu=0.6))
+    # a three-link hinge chain hanging from the world, away from the boxes
+    link = jaxode.mass.capsule(0.02, 0.1, direction=3, total=0.2)
+    prev = None
+    for k in range(3):
+        i = b.add_body(pos=(2.0 + 0.05 * (k + 0.5), 0.0, 1.0 - 0.1 * (k + 0.5)), mass=link)
+        b.add_hinge(i, prev, anchor=(2.0 + 0.05 * k, 0.0, 1.0 - 0.1 * k), axis=(0.0, 1.0, 0.0))
+        prev = i
+    return b.build()
+
+
+def _batch_params(model, w, seed):
+    rng = np.random.default_rng(seed)
+    p = jaxode.batch(model.params, w)
+    dt = p.mu.dtype
+    return p.replace(mu=p.mu * jnp.asarray(rng.uniform(0.3, 1.5, (w, 1)), dt),
+                     erp=jnp.asarray(rng.uniform(0.15, 0.3, (w,)), dt))
+
+
+def _world(tree, i):
+    return jax.tree.map(lambda x: x[i], tree)
+
+
+def _run_batch(model, states, params):
+    f = jax.jit(jax.vmap(lambda s, p: jaxode.rollout(model, s, STEPS, DT, params=p)[1]))
+    return f(states, params)
+
+
+def _check(model):
+    s0 = jaxode.init(model)
+    params5 = _batch_params(model, 5, seed=1)
+    # the world under test: index 2 of a batch of 5; then index 0 of another batch
+    mine = _world(params5, 2)
+    alone = jaxode.rollout(model, s0, STEPS, DT, params=mine)[1]
+    in5 = _world(_run_batch(model, jaxode.batch(s0, 5), params5), 2)
+    params8 = _batch_params(model, 8, seed=7)
+    params8 = jax.tree.map(lambda a, m: a.at[0].set(m), params8, mine)
+    in8 = _world(_run_batch(model, jaxode.batch(s0, 8), params8), 0)
+    in1 = _world(_run_batch(model, jaxode.batch(s0, 1), jax.tree.map(lambda x: x[None], mine)), 0)
+    moved = np.abs(np.asarray(alone.pos[-1] - s0.pos)).max()
+    assert moved > 0.05, "the scene must move for the test to mean anything"
+    assert int(np.max(np.asarray(alone.ncontact))) > 0, "the boxes must touch the plane"
+    for name in ("pos", "quat", "vel", "angvel"):
+        a = np.asarray(getattr(alone, name))
+        for label, other in (("vmap of one", in1), ("batch of 5", in5), ("batch of 8", in8)):
+            b = np.asarray(getattr(other, name))
+            bad = np.argwhere(a != b)
+            assert bad.size == 0, (f"{name}: alone and {label} differ from step {bad[0][0]} "
+                                   f"(max {np.abs(a - b).max():.3g})")
+
+
+def test_world_is_bitwise_the_same_alone_and_in_any_batch():
+    _check(_model())
+
+
+def test_world_is_bitwise_the_same_alone_and_in_any_batch_x64():
+    with jax.enable_x64(True):
+        _check(_model())
+
+
+def test_fma_contraction_is_off_where_jaxode_set_the_flags():
+    """The mechanism: without FMA, ``a * b + c`` rounds the product first, as
+    numpy does (XLA contracts it into one FMA in a fused kernel otherwise)."""
+    st = jaxode.xla.status()
+    if not st["fma_off"]:
+        pytest.skip(f"FMA flags not in effect here: {st['reason']}")
+    rng = np.random.default_rng(1)
+    a, b, c = (rng.normal(size=4096).astype(np.float32) for _ in range(3))
+    got = np.asarray(jax.jit(lambda a, b, c: a * b + c)(a, b, c))
+    np.testing.assert_array_equal(got, (a * b).astype(np.float32) + c)

@@ -1,0 +1,427 @@
+"""Bad inputs: every per-world parameter declared once (jaxode.params_spec) and checked
+everywhere; clear errors for bad shapes, dtypes, ranges, dt, quaternions, states, forces,
+actions and save files; a bad world of a batch is flagged at run time while the others
+stay bitwise untouched. Truths: the ODE manual's ranges and semantics (erp in [0, 1],
+cfm >= 0, dt > 0, contact max correcting velocity >= 0 with 0 = no correction,
+dBodySetQuaternion normalises), not outputs of our code."""
+import dataclasses
+import json
+import math
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxode
+from jaxode import params_spec
+from jaxode.io import load, save
+
+H = 0.01
+N = 5
+
+# Params' public field order (save files and positional construction depend on it).
+PARAMS_FIELDS = [
+    "gravity", "erp", "cfm", "sor", "contact_max_correcting_vel", "contact_surface_layer",
+    "linear_damping", "angular_damping", "linear_damping_threshold",
+    "angular_damping_threshold", "max_angular_speed", "body_mass", "body_inertia", "mu", "mu2",
+    "fdir1", "bounce", "bounce_vel", "soft_erp", "soft_cfm", "max_vel", "min_depth",
+    "joint_lo_stop", "joint_hi_stop", "joint_vel", "joint_fmax", "joint_fudge_factor",
+    "joint_bounce", "joint_cfm", "joint_stop_erp", "joint_stop_cfm", "joint_suspension_erp",
+    "joint_suspension_cfm", "slip1", "slip2", "kp", "kd", "motion1", "motion2", "motionN",
+    "static_mu", "static_speed", "rolling", "spinning", "mat_friction", "mat_restitution",
+    "mat_restitution_threshold", "mat_static_friction", "mat_static_speed", "mat_rolling",
+    "mat_spinning", "mat_soft_erp", "mat_soft_cfm"]
+
+
+def _scene():
+    b = jaxode.WorldBuilder(gravity=(0, 0, -9.81))
+    b.add_plane()
+    for i in range(2):
+        k = b.add_body(pos=(0.0, 0.0, 0.5 + 1.0 * i))
+        b.add_sphere(0.5, body=k)
+    b.add_hinge(0, 1, anchor=(0, 0, 1), axis=(1, 0, 0))
+    return b.build()
+
+
+@pytest.fixture(scope="module")
+def scene():
+    m = _scene()
+    return m, jaxode.init(m)
+
+
+@pytest.fixture(scope="module")
+def batch_roll():
+    """One compiled vmap(rollout) shared by the run-time tests (state, params, dt batched)."""
+    return jax.jit(jax.vmap(lambda model, s, p, dt: jaxode.rollout(model, s, N, dt, params=p)[0],
+                            in_axes=(None, 0, 0, 0)))
+
+
+# ---------------------------------------------------------------- declaration
+def test_params_fields_come_from_one_declaration():
+    names = [f.name for f in dataclasses.fields(jaxode.Params)]
+    assert names == PARAMS_FIELDS
+    assert list(params_spec.SPECS) == PARAMS_FIELDS
+    doc = jaxode.Params.__doc__
+    for s in params_spec.SPECS_LIST:
+        assert s.name in doc
+        assert s.entity in params_spec.ENTITIES
+        assert s.switch in ("always", "joints", "materials", "none") or s.switch.startswith("flag:")
+    # the ODE manual's ranges
+    assert params_spec.SPECS["erp"].range_text() == "[0, 1]"
+    assert params_spec.SPECS["cfm"].range_text() == "[0, inf)"
+    assert params_spec.SPECS["contact_max_correcting_vel"].range_text().startswith("[0, inf]")
+
+
+def test_surface_parameter_added_in_the_declaration_becomes_a_surface_field():
+    from jaxode.surface import extend_surface
+    spec = params_spec.ParamSpec("stickiness", "geom", "test parameter", lo=0.0,
+                                 default=-1.0, unset="negative: off", combine="min",
+                                 switch="none")
+    cls = extend_surface(jaxode.Surface, params_spec.SPECS_LIST + (spec,))
+    s = cls(stickiness=0.5)
+    assert s.stickiness == 0.5 and cls().stickiness is None and s.mu == 1.0
+
+
+# ---------------------------------------------------------- builder / Surface
+@pytest.mark.parametrize("kw, field, value, rng", [
+    (dict(erp=1.5), "erp", "1.5", "[0, 1]"),
+    (dict(cfm=-1.0), "cfm", "-1.0", "[0, inf)"),
+    (dict(sor=2.0), "sor", "2.0", "(0, 2)"),
+    (dict(contact_max_correcting_vel=-1.0), "contact_max_correcting_vel", "-1.0", "[0, inf]"),
+    (dict(max_angular_speed=0.0), "max_angular_speed", "0.0", "(0, inf]"),
+    (dict(linear_damping=float("nan")), "linear_damping", "nan", "[0, 1]"),
+])
+def test_builder_world_params_raise(kw, field, value, rng):
+    with pytest.raises(ValueError) as e:
+        jaxode.WorldBuilder(**kw)
+    msg = str(e.value)
+    assert field in msg and value in msg and rng in msg
+
+
+@pytest.mark.parametrize("kw, field, value", [
+    (dict(mu=-0.1), "mu", "-0.1"), (dict(bounce=1.2), "bounce", "1.2"),
+    (dict(soft_erp=float("nan")), "soft_erp", "nan"), (dict(max_vel=-1.0), "max_vel", "-1.0"),
+    (dict(fdir1=(float("nan"), 0.0, 0.0)), "fdir1", "nan"), (dict(kp=0.0), "kp", "0.0"),
+    (dict(fdir1=(1.0, 0.0)), "fdir1", "(1.0, 0.0)"),
+])
+def test_surface_values_raise(kw, field, value):
+    with pytest.raises(ValueError) as e:
+        jaxode.Surface(**kw).validate("s")
+    assert f"s.{field}" in str(e.value) and value in str(e.value)
+
+
+def test_zero_fdir1_is_unset_and_joint_params_checked():
+    jaxode.Surface(fdir1=(0.0, 0.0, 0.0)).validate()
+    b = jaxode.WorldBuilder()
+    b.add_body()
+    with pytest.raises(ValueError, match=r"joint 0 \(hinge\): stop_erp.*\[0, 1\].*1\.5"):
+        b.add_hinge(0, None, axis=(1, 0, 0), stop_erp=1.5)
+    with pytest.raises(ValueError, match=r"lo_stop.*nan"):
+        b.add_hinge(0, None, axis=(1, 0, 0), lo_stop=float("nan"))
+
+
+def test_builder_velocity_must_be_finite():
+    b = jaxode.WorldBuilder()
+    with pytest.raises(ValueError, match=r"body 0: vel must be finite.*nan"):
+        b.add_body(vel=(float("nan"), 0, 0))
+    b.add_body(vel=(1e30, 0, 0))  # ODE bounds no velocity; finite in float32 too
+    if not jax.config.jax_enable_x64:
+        with pytest.raises(ValueError, match=r"vel must be finite in the working dtype"):
+            b.add_body(vel=(1e39, 0, 0))
+
+
+# ------------------------------------------------- max_vel = 0 (ODE accepts it)
+def _sunk_box(world_vel=math.inf, surface_vel=math.inf, gravity=-9.81):
+    b = jaxode.WorldBuilder(gravity=(0, 0, gravity), erp=0.2,
+                            contact_max_correcting_vel=world_vel)
+    b.add_plane(surface=jaxode.Surface(max_vel=surface_vel))
+    k = b.add_body(pos=(0, 0, 0.45))  # box of side 1, sunk 0.05 m into the ground
+    b.add_box((1.0, 1.0, 1.0), body=k)
+    m = b.build()
+    return m, jaxode.init(m)
+
+
+@pytest.mark.parametrize("kw", [dict(world_vel=0.0), dict(surface_vel=0.0)])
+def test_zero_max_correcting_velocity_leaves_a_sunk_box_at_its_depth(kw):
+    # ODE: c = min(erp * depth / h, max_vel) = 0: no penetration-correcting velocity.
+    m, s = _sunk_box(**kw)
+    z = np.asarray(jaxode.rollout(m, s, 20, H)[1].pos[:, 0, 2])
+    assert np.all(np.abs(z - 0.45) < 1e-3), z
+    # without gravity nothing pushes at all: the box stays exactly where it is
+    m0, s0 = _sunk_box(gravity=0.0, **kw)
+    assert float(jaxode.rollout(m0, s0, 5, H)[0].pos[0, 2]) == np.float32(0.45)
+    # the default (no limit) pushes the box out at erp * depth / h
+    mi, si = _sunk_box()
+    assert float(jaxode.rollout(mi, si, 20, H)[0].pos[0, 2]) > 0.47
+
+
+# ------------------------------------------------------ trace-time structure
+def test_wrong_params_types_raise(scene):
+    m, s = scene
+    with pytest.raises(TypeError, match=r"params must be a jaxode.Params.*Model"):
+        jaxode.step(m, s, H, params=m)
+    with pytest.raises(TypeError, match=r"params must be a jaxode.Params.*State"):
+        jaxode.rollout(m, s, 2, H, params=s)
+    with pytest.raises(TypeError, match=r"state must be a jaxode.State.*Params"):
+        jaxode.step(m, m.params, H)
+    with pytest.raises(TypeError, match=r"params.erp must have a real floating dtype.*bool"):
+        jaxode.step(m, s, H, params=m.params.replace(erp=jnp.asarray(True)))
+
+
+def test_wrong_params_shapes_raise(scene):
+    m, s = scene
+    with pytest.raises(ValueError) as e:
+        jaxode.rollout(m, s, 2, H, params=m.params.replace(body_mass=jnp.ones(1)))
+    assert "params.body_mass" in str(e.value) and "(2,)" in str(e.value) and "(1,)" in str(e.value)
+    batched = jaxode.batch(m.params, 3)
+    with pytest.raises(ValueError, match=r"params.gravity must have shape \(3,\).*\(3, 3\).*batch"):
+        jaxode.step(m, s, H, params=batched)
+    with pytest.raises(ValueError, match=r"params.joint_lo_stop is None but this model needs it"):
+        jaxode.step(m, s, H, params=m.params.replace(joint_lo_stop=None))
+    # the same checks at trace time inside jit
+    with pytest.raises(ValueError, match=r"params.mu must have shape \(3,\)"):
+        jax.jit(lambda p: jaxode.step(m, s, H, params=p))(m.params.replace(mu=jnp.ones(2)))
+
+
+@pytest.mark.parametrize("field, value", [
+    ("cfm", -1.0), ("erp", 1.5), ("bounce", float("nan")), ("body_mass", 0.0),
+    ("joint_lo_stop", float("nan")), ("sor", 0.0),
+])
+def test_concrete_bad_values_raise_at_call_time(scene, field, value):
+    m, s = scene
+    x = getattr(m.params, field)
+    p = m.params.replace(**{field: jnp.full(x.shape, value, x.dtype)})
+    with pytest.raises(ValueError) as e:
+        jaxode.rollout(m, s, 2, H, params=p)
+    assert f"params.{field}" in str(e.value) and repr(float(value)) in str(e.value)
+
+
+@pytest.mark.parametrize("dt", [-0.01, 0.0, float("nan"), float("inf"), 1e6, 1e-12])
+def test_bad_dt_raises(scene, dt):
+    m, s = scene
+    with pytest.raises(ValueError) as e:
+        jaxode.step(m, s, dt)
+    assert "dt" in str(e.value) and repr(float(dt)) in str(e.value)
+    with pytest.raises(ValueError, match="dt"):
+        jaxode.rollout(m, s, 2, dt)
+
+
+def test_dt_type_and_shape(scene):
+    m, s = scene
+    with pytest.raises(TypeError, match="dt must be a number"):
+        jaxode.step(m, s, "0.01")
+    with pytest.raises(ValueError, match=r"dt must be a scalar.*\(2,\)"):
+        jaxode.step(m, s, jnp.array([0.01, 0.01]))
+
+
+def test_state_of_another_model_raises(scene):
+    m, s = scene
+    b = jaxode.WorldBuilder()
+    for _ in range(3):
+        b.add_body()
+    other = jaxode.init(b.build())
+    with pytest.raises(ValueError, match=r"state.pos must have shape \(2, 3\).*\(3, 3\).*another model"):
+        jaxode.step(m, other, H)
+    with pytest.raises(ValueError, match=r"state.pos must have shape \(2, 3\).*\(4, 2, 3\).*batch"):
+        jaxode.rollout(m, jaxode.batch(s, 4), 2, H)
+
+
+def test_force_helpers_check_their_vectors(scene):
+    _, s = scene
+    with pytest.raises(ValueError, match=r"force must have shape \(3,\).*\(2,\)"):
+        jaxode.add_force(s, 0, [1.0, 2.0])
+    with pytest.raises(ValueError, match=r"torque must have shape \(3,\).*\(3, 3\)"):
+        jaxode.add_rel_torque(s, 0, np.eye(3))
+    with pytest.raises(ValueError, match=r"force must be finite.*nan"):
+        jaxode.add_force_at_pos(s, 0, [float("nan"), 0, 0], [0, 0, 0])
+    with pytest.raises(ValueError, match=r"pos must have shape \(3,\)"):
+        jaxode.add_force_at_rel_pos(s, 0, [1.0, 0, 0], [0.0])
+
+
+# ---------------------------------------------------------------- run time
+def _bad_world(m, s, case):
+    """(state, params, dt) of world 1 for each class of run-time bad input."""
+    p, dt = m.params, jnp.asarray(H, s.pos.dtype)
+    f = lambda name, v: p.replace(**{name: jnp.full_like(getattr(p, name), v)})
+    if case == "quat_zero":
+        return s.replace(quat=s.quat.at[0].set(0.0)), p, dt
+    if case == "quat_nan":
+        return s.replace(quat=s.quat.at[1, 2].set(jnp.nan)), p, dt
+    if case == "dt":
+        return s, p, -dt
+    if case == "dt_nan":
+        return s, p, dt * jnp.nan
+    name, v = {"cfm": ("cfm", -1.0), "erp": ("erp", 2.0), "bounce": ("bounce", jnp.nan),
+               "mass": ("body_mass", 0.0), "stop": ("joint_lo_stop", jnp.nan),
+               "inertia": ("body_inertia", -1.0)}[case]
+    return s, f(name, v), dt
+
+
+@pytest.mark.parametrize("case", ["cfm", "erp", "bounce", "mass", "stop", "inertia",
+                                  "dt", "dt_nan", "quat_zero", "quat_nan"])
+def test_one_bad_world_is_flagged_and_frozen_others_bitwise_untouched(scene, batch_roll, case):
+    m, s = scene
+    s = s.replace(vel=s.vel.at[0, 0].set(0.3))
+    clean = (jaxode.batch(s, 3), jaxode.batch(m.params, 3),
+             jnp.full((3,), H, s.pos.dtype))
+    bs, bp, bdt = _bad_world(m, s, case)
+    mixed = jax.tree.map(lambda c, b: c.at[1].set(b), clean, (bs, bp, bdt))
+    ref = batch_roll(m, *clean)
+    out = batch_roll(m, *mixed)
+    assert np.asarray(out.nonfinite).tolist() == [False, True, False]
+    for a, b in zip(jax.tree.leaves(ref), jax.tree.leaves(out)):
+        for w in (0, 2):
+            assert np.array_equal(np.asarray(a[w]), np.asarray(b[w]))
+    # world 1 is left exactly as it was handed in (frozen)
+    for a, b in zip(jax.tree.leaves(bs.replace(nonfinite=jnp.asarray(True))),
+                    jax.tree.leaves(jax.tree.map(lambda x: x[1], out))):
+        assert np.array_equal(np.asarray(a), np.asarray(b), equal_nan=True)
+    assert bool(ref.pos[0, 0, 0] != s.pos[0, 0])  # the clean worlds really moved
+
+
+def test_step_flags_traced_bad_params(scene):
+    m, s = scene
+    f = jax.jit(lambda p: jaxode.step(m, s, H, params=p))
+    out = f(m.params.replace(cfm=jnp.asarray(-1.0, s.pos.dtype)))
+    assert bool(out.nonfinite) and np.array_equal(np.asarray(out.pos), np.asarray(s.pos))
+    assert not bool(f(m.params).nonfinite)
+
+
+def test_non_unit_quaternion_is_normalised_as_dBodySetQuaternion(scene):
+    m, s = scene
+    for scale in (2.0, 1e30):
+        q = s.quat.at[0].set(jnp.array([1.0, 1.0, 0.0, 0.0]) * scale)
+        out = jaxode.step(m, s.replace(quat=q), H)
+        assert not bool(out.nonfinite)
+        assert abs(float(jnp.linalg.norm(out.quat[0])) - 1.0) < 1e-5
+
+
+# ------------------------------------------------------------------- joints
+def test_hinge_at_reference_pose_reads_exact_zero_and_pinned_stop_gives_zero_torque():
+    b = jaxode.WorldBuilder()
+    k = b.add_body()
+    b.add_sphere(0.1, body=k)
+    h = b.add_hinge(k, None, anchor=(0, 0, 0), axis=(0, 0, 1), lo_stop=0.0, hi_stop=0.0)
+    m = b.build()
+    s = jaxode.init(m)
+    assert float(jaxode.hinge_angle(m, s, h)) == 0.0
+    out = jaxode.step(m, s, H)
+    assert np.all(np.asarray(out.joint_feedback) == 0.0)  # ODE: exactly no stop force
+    assert np.all(np.asarray(out.angvel) == 0.0)
+    g = jax.grad(lambda w: jaxode.step(m, s.replace(angvel=s.angvel.at[0, 2].set(w)),
+                                       H).angvel[0, 2])(0.0)
+    assert np.isfinite(float(g))
+    ga = jax.grad(lambda w: jaxode.hinge_angle(
+        m, s.replace(quat=s.quat.at[0].set(jnp.stack([jnp.cos(w), 0.0, 0.0, jnp.sin(w)]))), h))
+    assert np.isfinite(float(ga(0.0))) and np.isfinite(float(ga(0.1)))
+
+
+# --------------------------------------------------------------------- envs
+def test_cartpole_rejects_bad_actions():
+    from jaxode.envs import CartPole
+    env = CartPole()
+    st = env.reset(jax.random.PRNGKey(0))
+    for a, err, txt in ((5, ValueError, "5"), (0.7, ValueError, "0.7"), (-1, ValueError, "-1"),
+                        (np.array([0, 1]), ValueError, "(2,)"), ("x", TypeError, "dtype")):
+        with pytest.raises(err) as e:
+            env.step(st, a)
+        assert "action" in str(e.value) and "[0, 1]" in str(e.value) and txt in str(e.value)
+    sb = env.reset_batch(jax.random.split(jax.random.PRNGKey(0), 3))
+    with pytest.raises(ValueError, match=r"shape \(3,\) or \(3, 1\).*\(2,\)"):
+        env.step_batch(sb, np.array([0, 1]))
+    with pytest.raises(ValueError, match=r"action must be one integer.*5"):
+        env.step_batch(sb, np.array([0, 5, 1]))
+    # traced: an action outside the space flags (and ends) that world only
+    out = jax.jit(jax.vmap(env.step))(sb, jnp.array([0, 5, 1]))
+    assert np.asarray(out.physics.nonfinite).tolist() == [False, True, False]
+    assert np.asarray(out.done).tolist() == [False, True, False]
+
+
+# -------------------------------------------------------------- save files
+def _rewrite(path, src, change):
+    with np.load(src, allow_pickle=False) as z:
+        d = {k: z[k] for k in z.files}
+    change(d)
+    with open(path, "wb") as f:
+        np.savez(f, **d)
+
+
+def test_save_and_load_errors(scene, tmp_path):
+    m, s = scene
+    with pytest.raises(TypeError, match=r"states must be a jaxode.State.*notastate"):
+        save(tmp_path / "a.npz", m, states="notastate")
+    with pytest.raises(TypeError, match=r"model must be a jaxode.Model"):
+        save(tmp_path / "a.npz", s, s)
+    good = tmp_path / "good.npz"
+    save(good, m, s)
+    load(good)
+    raw = good.read_bytes()
+
+    bad = tmp_path / "trunc.npz"
+    bad.write_bytes(raw[: len(raw) // 2])
+    with pytest.raises(ValueError, match=r"trunc.npz.*not a readable"):
+        load(bad)
+    bad = tmp_path / "garbage.npz"
+    bad.write_bytes(b"\x00garbage" * 50)
+    with pytest.raises(ValueError, match=r"garbage.npz"):
+        load(bad)
+
+    def shape(d):
+        d["states/pos"] = np.zeros((5, 3), d["states/pos"].dtype)
+    bad = tmp_path / "shape.npz"
+    _rewrite(bad, good, shape)
+    with pytest.raises(ValueError, match=r"shape.npz.*states.pos must have shape \(2, 3\).*\(5, 3\)"):
+        load(bad)
+
+    def params_shape(d):
+        d["model/params/mu"] = np.zeros((7,), d["model/params/mu"].dtype)
+    bad = tmp_path / "pshape.npz"
+    _rewrite(bad, good, params_shape)
+    with pytest.raises(ValueError, match=r"pshape.npz.*params.mu must have shape \(3,\).*\(7,\)"):
+        load(bad)
+
+    def json_bad(d):
+        d["__structure__"] = np.array(str(d["__structure__"])[:-7])
+    bad = tmp_path / "json.npz"
+    _rewrite(bad, good, json_bad)
+    with pytest.raises(ValueError, match=r"json.npz.*not valid JSON"):
+        load(bad)
+
+    def tamper(d):
+        st = json.loads(str(d["__structure__"]))
+        st["states"]["dc"] = "jaxode.types:NoSuchClass"
+        d["__structure__"] = np.array(json.dumps(st))
+    bad = tmp_path / "cls.npz"
+    _rewrite(bad, good, tamper)
+    with pytest.raises(ValueError, match=r"cls.npz.*unknown class 'jaxode.types:NoSuchClass'"):
+        load(bad)
+
+    def foreign(d):
+        st = json.loads(str(d["__structure__"]))
+        st["states"]["dc"] = "os:system"
+        d["__structure__"] = np.array(json.dumps(st))
+    bad = tmp_path / "foreign.npz"
+    _rewrite(bad, good, foreign)
+    with pytest.raises(ValueError, match=r"foreign.npz.*refusing"):
+        load(bad)
+
+
+def test_yaml_materials_without_pyyaml(tmp_path, monkeypatch):
+    p = tmp_path / "m.yaml"
+    p.write_text("materials: []\n")
+    monkeypatch.setitem(sys.modules, "yaml", None)
+    with pytest.raises(ImportError, match=r"pip install pyyaml"):
+        jaxode.load_materials(p)
+
+
+# ------------------------------------------------------------------- sweep
+def test_sweep_ranges_come_from_the_declaration(scene):
+    m, s = scene
+    metrics = {"z": lambda model, traj, final: final.pos[0, 2]}
+    r = jaxode.sweep(m, s, 2, H, {"contact_max_correcting_vel": [0.0, 1.0]}, metrics,
+                     progress=False)
+    assert len(r) == 2
+    with pytest.raises(ValueError, match=r"contact_max_correcting_vel: values must be in \[0, inf\]"):
+        jaxode.sweep(m, s, 2, H, {"contact_max_correcting_vel": [-1.0]}, metrics)
