@@ -1,19 +1,20 @@
-"""Body-level pieces of QuickStep's preamble and stage 6 (ODE 0.16 arithmetic).
-
-jaxode.pipeline calls them; gravity and the force accumulators are added
-there, and the velocity update ``v += h (f/m + fc_lin)``, ``w += h (I^-1 tau +
-fc_ang)`` is done there too. All vectors in the world frame.
+"""Stage 6 of QuickStep and the body-level pieces it and the force preamble use
+(ODE 0.16 arithmetic). All vectors in the world frame.
 
 - ``world_inertia``: ``R I R^T``, a body-frame tensor in the world frame.
 - ``gyroscopic_torque``: the implicit gyroscopic torque of ODE 0.16
   (Lacoursiere 2006) for one body: ``L = I w``, ``I~ = I - h [L]x``,
-  ``tau0 = (I I~^-1 - 1) L / h`` (zero when I~ is singular, as ODE skips it).
+  ``tau0 = (I I~^-1 - 1) L / h`` (zero when I~ is singular, as ODE skips it);
+  jaxode.dynamics adds it, with gravity ``m g``, to the accumulators.
 - ``step_body``: ODE's dxStepBody for one body after its velocity update:
   cap |w| at max_angular_speed; ``x += h v``; infinitesimal rotation
   ``q += h/2 (0, w) q`` or, in finite-rotation mode,
   ``q <- (cos(|w| h/2), sinc(|w| h/2) h/2 w) q``; normalise; then damping:
   ``v *= 1 - linear_damping`` when ``|v| > linear_damping_threshold`` (same
   for w).
+- ``advance``: the stage: ``v += h (acc + fc)`` (the unconstrained
+  accelerations plus the constraint ones), ``step_body`` per body, force
+  accumulators zeroed, time advanced.
 """
 from __future__ import annotations
 
