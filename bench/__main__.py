@@ -79,7 +79,9 @@ def run_jaxode(model, batch: int, steps: int, solver: str = "pgs") -> dict:
     if devices > 1:
         mesh = jaxode.world_mesh()
         states, params = jaxode.shard_worlds(states, mesh), jaxode.shard_worlds(params, mesh)
-    fn = jax.jit(jax.vmap(lambda s, p: jaxode.rollout(model, s, steps, DT, params=p)[0]))
+    one = lambda s, p: jaxode.rollout(model, s, steps, DT, params=p)[0]  # noqa: E731
+    # several devices: map_worlds (no cross-device all-reduces, which could deadlock on CPU)
+    fn = jaxode.map_worlds(one, mesh) if devices > 1 else jax.jit(jax.vmap(one))
     t0 = time.perf_counter()
     compiled = fn.lower(states, params).compile()
     t_compile = time.perf_counter() - t0

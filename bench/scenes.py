@@ -1,6 +1,6 @@
 """The benchmark scenes, defined once as conformance ``Scene`` objects.
 
-jaxode builds them with ``jaxode.conformance.scenes.build_jaxode``; the ODE
+jaxode builds them with ``tools.conformance.scenes.build_jaxode``; the ODE
 reference program (bench/ode_scene.c) reads the text that :func:`ode_spec`
 writes from the same objects, so both engines step the same bodies, geoms,
 joints and world parameters. The walker (``jaxode.robots``) is jaxode-only.
@@ -22,7 +22,7 @@ import math
 import numpy as np
 
 from jaxode import mass as mass_lib
-from jaxode.conformance.scenes import (Geom, Joint, Scene, Tolerance, World, body_of,
+from tools.conformance.scenes import (Geom, Joint, Scene, Tolerance, World, body_of,
                                        build_jaxode)
 
 WORLD = World(cfm=1e-5)

@@ -32,7 +32,7 @@ from jaxode import metrics  # noqa: E402
 from jaxode.sweep import SweepResult, sweep  # noqa: E402
 from jaxode.rendering import Camera, render, render_trajectory, save_gif  # noqa: E402
 from jaxode.rendering import grid as render_grid  # noqa: E402
-from jaxode.sharding import shard_worlds, world_mesh  # noqa: E402
+from jaxode.sharding import map_worlds, shard_worlds, world_mesh  # noqa: E402
 from jaxode.types import Contacts, Model, Params, State, Trajectory, batch
 from jaxode import params_spec  # noqa: E402
 from jaxode.params_spec import check_params  # noqa: E402
@@ -61,6 +61,6 @@ __all__ = [
     "piston_position", "piston_position_rate", "piston_angle", "piston_angle_rate",
     "add_piston_force", "raycast",
     "Camera", "render", "render_grid", "render_trajectory", "save_gif",
-    "shard_worlds", "world_mesh",
+    "map_worlds", "shard_worlds", "world_mesh",
     "save", "load", "load_sdf", "load_urdf", "JaxodeFormatWarning",
 ]

@@ -15,10 +15,14 @@ from jaxode.types import Contacts, Model, Params, State, Trajectory
 
 
 def init(model: Model) -> State:
-    """The initial state of the scene as built (positions, orientations, velocities)."""
-    ini = getattr(model, "_init", None)
-    if ini is None:
-        raise ValueError("model has no initial state: build it with WorldBuilder.build()")
+    """The initial state of the scene as built: ``model.init_pos``, ``init_quat``,
+    ``init_vel`` and ``init_angvel``, with zero accumulators, time and contacts."""
+    ini = {k: getattr(model, "init_" + k) for k in ("pos", "quat", "vel", "angvel")}
+    missing = [k for k, v in ini.items() if v is None]
+    if missing:
+        raise ValueError(f"model has no initial state (init_{missing[0]} is None): build it with "
+                         "WorldBuilder.build(), or set init_pos, init_quat, init_vel and "
+                         "init_angvel with model.replace")
     dtype = model.params.body_mass.dtype
     f = lambda x: jnp.asarray(x, dtype)
     cap, nb = model.contact_capacity, model.nbody

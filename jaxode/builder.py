@@ -337,8 +337,9 @@ class WorldBuilder:
             data = hull_lib.from_ode(planes, points, polygons, where)
         else:
             data = hull_lib.build_hull(points, f"{where}: points")
-        i = self._add_geom(ct.CONVEX, np.array([len(self.hulls), data.radius, 0.0]), body, pos,
+        i = self._add_geom(ct.CONVEX, np.array([0.0, data.radius, 0.0]), body, pos,
                            quat, surface, category_bits, collide_bits)
+        self.geoms[i]["dataid"] = len(self.hulls)
         self.hulls.append((i, data))
         return i
 
@@ -362,10 +363,11 @@ class WorldBuilder:
         sz = _vec(f"{where}: size", size, 2)
         if not np.all(sz > 0):
             raise ValueError(f"{where}: size must be (lx, ly) with lx, ly > 0 (got {tuple(sz)})")
+        i = self._add_geom(ct.HEIGHTFIELD, np.array([sz[0], sz[1], 0.0]), None, pos,
+                           (1.0, 0.0, 0.0, 0.0), surface, category_bits, collide_bits)
+        self.geoms[i]["dataid"] = len(self.hfields)
         self.hfields.append(h)
-        return self._add_geom(ct.HEIGHTFIELD, np.array([sz[0], sz[1], len(self.hfields) - 1]),
-                              None, pos, (1.0, 0.0, 0.0, 0.0), surface, category_bits,
-                              collide_bits)
+        return i
 
     def add_trimesh(self, vertices, triangles, body: Optional[int] = None, pos=(0.0, 0.0, 0.0),
                     quat=(1.0, 0.0, 0.0, 0.0), surface: Optional[Surface] = None,
@@ -395,8 +397,9 @@ class WorldBuilder:
             raise ValueError(f"{where}: max_candidates must be an integer >= 1 or None "
                              f"(got {max_candidates!r})")
         data = mesh_lib.build_mesh(vertices, triangles, where)
-        i = self._add_geom(ct.TRIMESH, np.array([len(self.meshes), data.radius, 0.0]), body, pos,
+        i = self._add_geom(ct.TRIMESH, np.array([0.0, data.radius, 0.0]), body, pos,
                            quat, surface, category_bits, collide_bits)
+        self.geoms[i]["dataid"] = len(self.meshes)
         self.meshes.append((i, data, None if max_candidates is None else int(max_candidates)))
         return i
 
@@ -954,6 +957,7 @@ class WorldBuilder:
             geom_pos=f(np.array([gg["pos"] for gg in g]).reshape(ngeom, 3)),
             geom_quat=f(np.array([gg["quat"] for gg in g]).reshape(ngeom, 4)),
             geom_size=f(np.array([gg["size"] for gg in g]).reshape(ngeom, 3)),
+            geom_dataid=f(np.array([gg.get("dataid", -1) for gg in g], dtype=np.int32).reshape(ngeom)),
             hfield_heights=hf_heights, hfield_dims=hf_dims,
             convex_hulls=hulls, convex_geom=hull_geom,
             trimeshes=meshes, trimesh_geom=mesh_geom,
@@ -963,9 +967,9 @@ class WorldBuilder:
             friction_cone=any(int(grp.friction.max()) == FRICTION_MODELS["cone"]
                               for grp in pair_groups if grp.geom1.shape[0]),
             angular_friction=angular, material_names=mat_names,
-            geom_material=f(geom_material))
-        model_init = dict(
-            pos=np.stack([bb["pos"] for bb in b]), quat=np.stack([bb["quat"] for bb in b]),
-            vel=np.stack([bb["vel"] for bb in b]), angvel=np.stack([bb["angvel"] for bb in b]))
-        object.__setattr__(model, "_init", model_init)
+            geom_material=f(geom_material),
+            init_pos=f(np.array([bb["pos"] for bb in b], dtype=np.float64).reshape(nbody, 3)),
+            init_quat=f(np.array([bb["quat"] for bb in b], dtype=np.float64).reshape(nbody, 4)),
+            init_vel=f(np.array([bb["vel"] for bb in b], dtype=np.float64).reshape(nbody, 3)),
+            init_angvel=f(np.array([bb["angvel"] for bb in b], dtype=np.float64).reshape(nbody, 3)))
         return model

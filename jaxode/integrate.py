@@ -1,16 +1,20 @@
-"""Stage 6 and the body-force preamble of QuickStep (ODE 0.16 arithmetic).
+"""Stage 6 of QuickStep and the body-level pieces it and the force preamble use
+(ODE 0.16 arithmetic). All vectors in the world frame.
 
-- ``external_forces``: gravity ``m g`` added to the force accumulator of
-  bodies in gravity mode; the implicit gyroscopic torque of ODE 0.16
-  (Lacoursiere 2006) added to the torque accumulator:
-  ``L = I w``, ``I~ = I - h [L]x``, ``tau0 = (I I~^-1 - 1) L / h``
-  (skipped when I~ is singular, as ODE does).
-- ``step_bodies``: ``v += h (f/m + fc_lin)``, ``w += h (I^-1 tau + fc_ang)``,
-  then ODE's dxStepBody: cap |w| at max_angular_speed; ``x += h v``;
-  infinitesimal rotation ``q += h/2 (0, w) q`` or, in finite-rotation mode,
+- ``world_inertia``: ``R I R^T``, a body-frame tensor in the world frame.
+- ``gyroscopic_torque``: the implicit gyroscopic torque of ODE 0.16
+  (Lacoursiere 2006) for one body: ``L = I w``, ``I~ = I - h [L]x``,
+  ``tau0 = (I I~^-1 - 1) L / h`` (zero when I~ is singular, as ODE skips it);
+  jaxode.dynamics adds it, with gravity ``m g``, to the accumulators.
+- ``step_body``: ODE's dxStepBody for one body after its velocity update:
+  cap |w| at max_angular_speed; ``x += h v``; infinitesimal rotation
+  ``q += h/2 (0, w) q`` or, in finite-rotation mode,
   ``q <- (cos(|w| h/2), sinc(|w| h/2) h/2 w) q``; normalise; then damping:
   ``v *= 1 - linear_damping`` when ``|v| > linear_damping_threshold`` (same
-  for w). All vectors in the world frame.
+  for w).
+- ``advance``: the stage: ``v += h (acc + fc)`` (the unconstrained
+  accelerations plus the constraint ones), ``step_body`` per body, force
+  accumulators zeroed, time advanced.
 """
 from __future__ import annotations
 

@@ -90,16 +90,16 @@ def _extra_args(model: Model, type1: int, type2: int, a: jax.Array, b: jax.Array
     indices."""
     out = []
     if type1 == ct.TRIMESH:
-        k = model.geom_size[a, 0].astype(jnp.int32)
+        k = model.geom_dataid[a]
         out += [model.trimeshes.verts[k].astype(dtype), model.trimeshes.tris[k]]
     for t, g in ((type1, a), (type2, b)):
         if t == ct.CONVEX:
-            k = model.geom_size[g, 0].astype(jnp.int32)
+            k = model.geom_dataid[g]
             out.append(jax.tree.map(
                 lambda x: x[k].astype(dtype) if jnp.issubdtype(x.dtype, jnp.floating) else x[k],
                 model.convex_hulls))
         elif t == ct.HEIGHTFIELD:
-            k = model.geom_size[g, 2].astype(jnp.int32)
+            k = model.geom_dataid[g]
             out += [model.hfield_heights[k], model.hfield_dims[k]]
     return out
 
@@ -110,7 +110,7 @@ def _mesh_pairs(model: Model, grp, fn, idx, a, b, pvalid, ga, gb, gpos, lo, hi, 
     geom 1 (a) in mesh b, then the pair function; idx the pairs' rows in the
     group. Returns (contacts, triangles that did not fit, over the valid
     pairs)."""
-    mesh = jax.tree.map(lambda x: x[model.geom_size[b, 0].astype(jnp.int32)], model.trimeshes)
+    mesh = jax.tree.map(lambda x: x[model.geom_dataid[b]], model.trimeshes)
     radius = trimesh.bounding_radius(grp.type1, model.geom_size[a].astype(gpos.dtype))
 
     def one(g1, g2, mesh, centre, l, h, r, cap, *more):
@@ -132,7 +132,7 @@ def _mesh_mesh_pairs(model: Model, grp, fn, idx, a, b, pvalid, ga, gb, lo, hi):
     group. Returns (contacts, triangles and triangle pairs that did not
     fit, over the valid pairs)."""
     def tables(g):
-        return jax.tree.map(lambda x: x[model.geom_size[g, 0].astype(jnp.int32)],
+        return jax.tree.map(lambda x: x[model.geom_dataid[g]],
                             model.trimeshes)
 
     mesh_a, mesh_b = tables(a), tables(b)
@@ -151,17 +151,6 @@ def _mesh_mesh_pairs(model: Model, grp, fn, idx, a, b, pvalid, ga, gb, lo, hi):
     c, ovf = unless_none(pvalid, jax.vmap(one), ga, gb, mesh_a, mesh_b, qlo, qhi,
                          grp.candidate_cap1[idx], grp.candidate_cap[idx])
     return c, jnp.sum(jnp.where(pvalid, ovf, 0), dtype=jnp.int32)
-
-
-def total_slots(model: Model) -> int:
-    """Contact slots produced per step before compaction."""
-    return sum(g.capacity * g.ncontact for g in model.pair_groups)
-
-
-def static_slots(model: Model) -> bool:
-    """True when no compaction happens: every contact slot belongs to a fixed geom pair."""
-    return (model.contact_capacity >= total_slots(model)
-            and all(g.capacity >= g.geom1.shape[0] for g in model.pair_groups))
 
 
 def collide(model: Model, gpos: jax.Array, grot: jax.Array, lo: jax.Array,

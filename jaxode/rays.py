@@ -310,8 +310,8 @@ def raycast(model: Model, state: State, origins, directions, max_dist=jnp.inf,
     if model.hfield_heights is not None:  # heightfields: their own search, one column each
         nhf = model.hfield_heights.shape[0]
         is_hf = model.geom_type == ct.HEIGHTFIELD
-        gi = jnp.argmax(is_hf[None] & (jnp.round(model.geom_size[None, :, 2])
-                                       == jnp.arange(nhf)[:, None]), axis=1)  # (nhf,)
+        gi = jnp.argmax(is_hf[None] & (model.geom_dataid[None, :] == jnp.arange(nhf)[:, None]),
+                        axis=1)  # (nhf,)
         per_hf = jax.vmap(ray_heightfield, in_axes=(None, None, 0, 0, 0, 0))
         t_hf, n_hf = jax.vmap(per_hf, in_axes=(0, 0, None, None, None, None))(
             o, d, gpos[gi], model.geom_size[gi].astype(dtype),

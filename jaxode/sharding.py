@@ -3,15 +3,24 @@
 Worlds are independent, so a batch splits along its leading (world) axis with
 no communication at all: every device steps its own slice. :func:`world_mesh`
 makes a one-axis mesh named ``"worlds"`` over the devices, :func:`shard_worlds`
-places a batched pytree (states, params, actions) on it, and a ``jax.jit`` of a
-``vmap``-ed rollout applied to sharded inputs runs SPMD on every device, its
-outputs sharded the same way (XLA propagates the sharding through the vmap)::
+places a batched pytree (states, params, actions) on it, and :func:`map_worlds`
+makes the jitted, vmapped function that runs on every device at once, each on
+its own worlds, its outputs sharded the same way::
 
     mesh = jaxode.world_mesh()                              # all local devices
     states = jaxode.shard_worlds(jaxode.batch(jaxode.init(model), 4096), mesh)
     params = jaxode.shard_worlds(jaxode.batch(model.params, 4096), mesh)
-    final = jax.jit(jax.vmap(lambda s, p: jaxode.rollout(model, s, 100, 0.01, params=p)[0]))(
-        states, params)
+    run = jaxode.map_worlds(lambda s, p: jaxode.rollout(model, s, 100, 0.01, params=p)[0], mesh)
+    final = run(states, params)
+
+A plain ``jax.jit(jax.vmap(f))`` of sharded inputs also runs SPMD and gives the
+same results, but the batch-wide decisions of :mod:`jaxode.batch_rules` (skip a
+pair kind no world needs, share contact slots) become all-reduces between the
+devices, and on 2 CPU devices of a 2-core machine back-to-back calls of such a
+step were seen to deadlock in them (jax 0.9.2 and 0.10.2; not seen with 0.12;
+tests/test_no_hang.py). :func:`map_worlds` (``jax.shard_map``) makes those
+decisions per device, which changes no world's result, and needs no
+communication at all.
 
 The batch size must be a multiple of the number of devices in the mesh.
 
@@ -74,3 +83,19 @@ def shard_worlds(tree: Any, mesh: Optional[Mesh] = None) -> Any:
                          f"number of devices in the mesh ({ndev})")
     sharding = world_sharding(mesh)
     return jax.tree.map(lambda x: jax.device_put(x, sharding), tree)
+
+
+def map_worlds(fn, mesh: Optional[Mesh] = None):
+    """``jax.jit(jax.vmap(fn))`` with each device mapping only its own worlds.
+
+    ``fn`` takes and returns pytrees of one world (close over the model and
+    anything else shared); the returned function takes and returns them with a
+    leading world axis split over ``mesh``'s ``"worlds"`` axis (default
+    :func:`world_mesh`), every argument batched, the batch a multiple of the
+    number of devices (place inputs with :func:`shard_worlds`). It is a
+    ``jax.shard_map`` of the vmap: no communication between devices (see the
+    module docstring for why that matters)."""
+    mesh = world_mesh() if mesh is None else mesh
+    spec = PartitionSpec(AXIS)
+    return jax.jit(jax.shard_map(jax.vmap(fn), mesh=mesh, in_specs=spec, out_specs=spec,
+                                 check_vma=False))

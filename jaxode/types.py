@@ -83,9 +83,18 @@ class Model:
 
     Bodies: body_gravity (nbody,) 1.0 where gravity acts (dBodySetGravityMode);
       body_finite_rotation (nbody,) 1.0 for ODE's finite rotation mode.
+    Initial state (what :func:`jaxode.init` returns, as built): init_pos
+      (nbody, 3) [m], init_quat (nbody, 4) (w, x, y, z), init_vel (nbody, 3)
+      [m/s], init_angvel (nbody, 3) [rad/s], world frame. Ordinary leaves, so
+      ``replace``, ``jax.tree.map`` and save/load keep them; None on a Model
+      made by hand (init then raises).
     Geoms: geom_type (ngeom,) type id; geom_body (ngeom,) body index (nbody for
       static geoms); geom_pos (ngeom, 3) / geom_quat (ngeom, 4) offset from the
-      body frame (world pose for static geoms); geom_size (ngeom, 3);
+      body frame (world pose for static geoms); geom_size (ngeom, 3) [m]
+      (sphere: radius; box: sides; capsule, cylinder: radius, length;
+      heightfield: lx, ly; convex hull and mesh: size[1] their bounding radius);
+      geom_dataid (ngeom,) int32 the index of the geom's hull, mesh or
+      heightfield in its table below (-1 for the other types; MuJoCo's name);
       (friction model and max contacts are resolved per pair, see PairGroup);
       geom_material (ngeom,) index into material_names (-1: none).
     Heightfields: hfield_heights (nhfield, NX, NY) [m] grids padded to the
@@ -93,11 +102,11 @@ class Model:
     Convex hulls: convex_hulls, a :class:`jaxode.collision.types.Hull` whose
       tables carry a leading hull axis (nhull, ...), padded to the largest
       hull, geom frame; convex_geom (nhull,) int the geom of each hull (a
-      convex geom's ``geom_size[0]`` is its hull's index); None without any.
+      convex geom's ``geom_dataid`` is its hull's index); None without any.
     Triangle meshes: trimeshes, a :class:`jaxode.collision.types.Mesh` with
       a leading mesh axis (nmesh, ...), padded to the largest, geom frame;
       trimesh_geom (nmesh,) int the geom of each mesh (a mesh geom's
-      ``geom_size[0]`` is its index); None without any.
+      ``geom_dataid`` is its index); None without any.
     Collision: pair_groups (static structure), contact_capacity (contacts kept
       per step, all pairs together).
     Joints: joint_groups (one JointGroup per joint type), njoint, joint_index
@@ -112,11 +121,16 @@ class Model:
     ngeom: int = static_field()
     body_gravity: jax.Array = None
     body_finite_rotation: jax.Array = None
+    init_pos: jax.Array = None
+    init_quat: jax.Array = None
+    init_vel: jax.Array = None
+    init_angvel: jax.Array = None
     geom_type: jax.Array = None
     geom_body: jax.Array = None
     geom_pos: jax.Array = None
     geom_quat: jax.Array = None
     geom_size: jax.Array = None
+    geom_dataid: jax.Array = None
     hfield_heights: jax.Array = None
     hfield_dims: jax.Array = None
     convex_hulls: Any = None

@@ -1,7 +1,8 @@
 """Shared pytest configuration: CPU only, and XLA compiling for speed of compilation.
 
 JAX compile time dominates this suite. XLA's CPU backend optimisation level 0 and
-the older (non-"fusion emitter") CPU code generator compile about 1.5-2.5x faster
+the older (non-"fusion emitter") CPU code generator (jaxlib < 0.11 only, see
+fast_compile.py) compile about 1.5-2.5x faster
 and change no semantics (the ODE conformance tests agree to the same rounding);
 they make the compiled code somewhat slower, which no test measures. A user's
 XLA_FLAGS are kept; ours are only added when the flag is not set already.
@@ -9,7 +10,7 @@ XLA_FLAGS are kept; ours are only added when the flag is not set already.
 import os
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
-_FAST_COMPILE = ("--xla_cpu_use_fusion_emitters=false", "--xla_backend_optimization_level=0")
+from fast_compile import XLA_FLAGS as _FAST_COMPILE  # noqa: E402  (jaxlib-dependent)
 _flags = os.environ.get("XLA_FLAGS", "")
 for _f in _FAST_COMPILE:
     if _f.split("=")[0] not in _flags:

@@ -21,9 +21,9 @@ from scipy.spatial.transform import Rotation
 import jaxode
 from jaxode.collision import cylinder as cy
 from jaxode.collision.types import GeomWorld
-from jaxode.conformance import odelib
+from tools.conformance import odelib
 
-_OPTS = {"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": False}
+from fast_compile import OPTIONS as _OPTS  # noqa: E402
 N = 16  # sampled configurations per pair type
 RNG_SEED = 7
 

@@ -343,7 +343,7 @@ MESH_SHAPES = {
 # "shallow" condition, checked in numpy); beyond it a far triangle may
 # report its own, deeper, overlap. Before the cones (lone-triangle SAT plus
 # axis rules) 10-15 % of touching poses came out deeper by up to 1.2e-2 m
-# and 5-7 % shallower by up to 0.11 m (bench/trimesh_cones_truth.py).
+# and 5-7 % shallower by up to 0.11 m (bench/studies/trimesh_cones_truth.py).
 # The hull-hull pair is no reference here: its ODE margin (a face axis
 # kept over an edge axis up to 5 % shallower) puts its own deepest contact
 # off d* in 10-15 % of these poses.

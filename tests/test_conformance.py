@@ -1,4 +1,4 @@
-"""Conformance: every scene of jaxode.conformance.scenes in libode 0.16 (double)
+"""Conformance: every scene of tools.conformance.scenes in libode 0.16 (double)
 and in jaxode (float64 and float32), compared within the scene's stated
 tolerances (see docs/CONFORMANCE.md for the table and the reasons).
 
@@ -17,18 +17,18 @@ from __future__ import annotations
 
 import pytest
 
-odelib = pytest.importorskip("jaxode.conformance.odelib")
+odelib = pytest.importorskip("tools.conformance.odelib")
 try:
     odelib.load()
 except odelib.OdeUnavailable as e:  # pragma: no cover - depends on the machine
     pytest.skip(f"libode not available: {e}", allow_module_level=True)
 
-from jaxode.conformance import harness  # noqa: E402
+from tools.conformance import harness  # noqa: E402
 
 # The module fixture runs every scene in libode and in jaxode (f64 and f32) once:
 # several minutes on 2 cores, counted against the first test's timeout.
 pytestmark = pytest.mark.timeout(2400)
-from jaxode.conformance.scenes import (BATCH_SCENES, KNOWN_DISAGREEMENTS,  # noqa: E402
+from tools.conformance.scenes import (BATCH_SCENES, KNOWN_DISAGREEMENTS,  # noqa: E402
                                        KNOWN_DISAGREEMENTS_F32, SCENES)
 
 _NAMES = [s.name for s in SCENES] + [harness.batch_world_name(b, w)

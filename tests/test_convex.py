@@ -37,7 +37,7 @@ from jaxode.collision import heightfield as hfc
 from jaxode.collision import sphere as sp
 from jaxode.collision.types import GeomWorld, Hull
 
-_OPTS = {"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": False}
+from fast_compile import OPTIONS as _OPTS  # noqa: E402
 N = 48  # sampled configurations per pair kind
 BOX1 = np.array([0.4, 0.3, 0.2])
 BOX2 = np.array([0.5, 0.25, 0.35])

@@ -345,5 +345,5 @@ def test_walker_resets_standing():
         pytest.skip(str(e))
     s = env.reset_batch(jax.random.split(jax.random.PRNGKey(0), 2))
     assert s.obs.shape == (2, env.observation_size) and env.action_size == 8
-    np.testing.assert_allclose(s.obs[:, 0], env.model._init["pos"][env.torso, 2], rtol=1e-6)
+    np.testing.assert_allclose(s.obs[:, 0], env.model.init_pos[env.torso, 2], rtol=1e-6)
     assert not np.any(s.done)

@@ -16,7 +16,7 @@ import jaxode
 from truths import slide_recursion
 
 # Compile quickly (same semantics): compile time dominates these tests.
-_FAST = {"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": False}
+from fast_compile import OPTIONS as _FAST  # noqa: E402
 
 
 def _jit(fn):
@@ -372,7 +372,7 @@ def test_rolling_spinning_and_conveyor_rows_match_libode():
     rhoN = spinning) and dContactMotion1/2/N with a bounce (measured relative to
     motionN) on one scene: a sphere rolling, spinning and hopping on a moving
     floor. jaxode in float64 must agree to rounding."""
-    odelib = pytest.importorskip("jaxode.conformance.odelib")
+    odelib = pytest.importorskip("tools.conformance.odelib")
     try:
         odelib.load()
     except odelib.OdeUnavailable as e:  # pragma: no cover - depends on the machine

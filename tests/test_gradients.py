@@ -26,7 +26,7 @@ H = 0.01
 N = 40  # steps of the smooth scene (0.4 s: the box is still sliding)
 LAYER = 1e-3  # contact surface layer: keeps the box's contacts in (no flicker)
 ITER = 100  # QuickStep iterations: PGS converged, so a held motor runs exactly at its target
-_FAST_COMPILE = {"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": False}
+from fast_compile import OPTIONS as _FAST_COMPILE  # noqa: E402
 
 
 def _jit(fn):

@@ -17,7 +17,7 @@ import jaxode
 from jaxode.collision import heightfield as hfc
 from jaxode.collision.types import GeomWorld
 
-_OPTS = {"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": False}
+from fast_compile import OPTIONS as _OPTS  # noqa: E402
 N = 32
 LX, LY, NX, NY = 4.0, 3.0, 9, 7
 HPOS = np.array([0.5, -0.2, 0.3])

@@ -7,7 +7,7 @@ import pytest
 import jaxode
 from jaxode.io import load, save
 
-_OPT = {"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": False}
+from fast_compile import OPTIONS as _OPT  # noqa: E402
 
 
 def _stack_builder():

@@ -153,7 +153,7 @@ def _energy(pos, vel, angvel, quat, masses):
 @pytest.fixture(scope="module")
 def runs():
     """The four worlds: batched (one vmapped rollout), one by one, and in libode."""
-    odelib = pytest.importorskip("jaxode.conformance.odelib")
+    odelib = pytest.importorskip("tools.conformance.odelib")
     try:
         odelib.load()
     except odelib.OdeUnavailable as e:  # pragma: no cover - depends on the machine

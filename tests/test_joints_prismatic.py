@@ -151,7 +151,7 @@ def ode_runs():
 def _run_all():
     """Every case in jaxode (float64) and in libode: positions, quaternions,
     velocities, feedback, and the joint queries evaluated on ODE's own states."""
-    odelib = pytest.importorskip("jaxode.conformance.odelib")
+    odelib = pytest.importorskip("tools.conformance.odelib")
     try:
         odelib.load()
     except odelib.OdeUnavailable as e:  # pragma: no cover - depends on the machine

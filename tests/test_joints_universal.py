@@ -136,7 +136,7 @@ def _layout():
 def ode_runs():
     """Every case in jaxode (float64) and in libode: positions, feedback, and the
     joint queries evaluated on ODE's own states."""
-    odelib = pytest.importorskip("jaxode.conformance.odelib")
+    odelib = pytest.importorskip("tools.conformance.odelib")
     try:
         odelib.load()
     except odelib.OdeUnavailable as e:  # pragma: no cover - depends on the machine

@@ -16,7 +16,7 @@ import jaxode
 from truths import slide_recursion
 
 # Compile quickly (same semantics): compile time dominates these tests.
-_FAST = {"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": False}
+from fast_compile import OPTIONS as _FAST  # noqa: E402
 
 
 def _jit(fn):

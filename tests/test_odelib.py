@@ -1,4 +1,4 @@
-"""Sanity tests of the ctypes ODE wrapper (jaxode.conformance.odelib) against
+"""Sanity tests of the ctypes ODE wrapper (tools.conformance.odelib) against
 closed-form / discrete reference behaviour.  Skipped when libode is absent."""
 
 import math
@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from jaxode.conformance import odelib
+from tools.conformance import odelib
 
 try:
     odelib.load()

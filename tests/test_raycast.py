@@ -14,9 +14,9 @@ import pytest
 from scipy.spatial.transform import Rotation
 
 import jaxode
-from jaxode.conformance import odelib
+from tools.conformance import odelib
 
-_OPTS = {"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": False}
+from fast_compile import OPTIONS as _OPTS  # noqa: E402
 
 
 def jit(f):

@@ -24,7 +24,7 @@ from jaxode.pipeline import guarded_step
 DATA = os.path.join(os.path.dirname(__file__), "data", "sdf")
 MODELS = os.path.join(DATA, "models")
 SEED_WORLD = os.path.join(DATA, "max_vel_min_depth.world")
-_FAST = {"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": False}
+from fast_compile import OPTIONS as _FAST  # noqa: E402
 
 
 @functools.partial(jax.jit, compiler_options=_FAST)

@@ -29,7 +29,7 @@ from jaxode.constraint import Rows
 from truths import slide_recursion
 
 # Compile quickly (same semantics): compile time dominates the scene tests.
-_FAST = {"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": False}
+from fast_compile import OPTIONS as _FAST  # noqa: E402
 G = 9.81
 
 NB = 6            # moving bodies; index NB is the static world

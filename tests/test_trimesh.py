@@ -33,7 +33,7 @@ from jaxode.collision import trimesh as tm
 from jaxode.collision import types as ct
 from jaxode.collision.types import GeomWorld, Mesh
 
-_OPTS = {"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": False}
+from fast_compile import OPTIONS as _OPTS  # noqa: E402
 N = 40
 RNG = np.random.default_rng(7)
 

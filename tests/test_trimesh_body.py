@@ -32,7 +32,7 @@ from jaxode.collision import trimesh as tm
 from jaxode.collision import trimesh_ground as tg
 from jaxode.collision.types import GeomWorld, Mesh
 
-_OPTS = {"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": False}
+from fast_compile import OPTIONS as _OPTS  # noqa: E402
 SIZE = np.array([0.5, 0.4, 0.3])
 
 

@@ -38,7 +38,7 @@ SETTINGS = settings(max_examples=15, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow,
                                            HealthCheck.function_scoped_fixture])
 ID = (1.0, 0.0, 0.0, 0.0)
-_OPTS = {"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": False}
+from fast_compile import OPTIONS as _OPTS  # noqa: E402
 
 
 def jit(f):

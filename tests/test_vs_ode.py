@@ -13,7 +13,7 @@ import pytest
 
 import jaxode
 
-odelib = pytest.importorskip("jaxode.conformance.odelib")
+odelib = pytest.importorskip("tools.conformance.odelib")
 try:
     odelib.load()
 except odelib.OdeUnavailable as e:  # pragma: no cover - depends on the machine

@@ -49,7 +49,7 @@ class Walker(Env):
         self.walker = walker
         self.joints = tuple(walker.hips) + tuple(walker.knees)
         self.torso = walker.torso
-        z0 = float(walker.model._init["pos"][self.torso, 2])
+        z0 = float(walker.model.init_pos[self.torso, 2])
         self.min_height = 0.6 * z0 if min_height is None else float(min_height)
         self.vmax, self.min_upright = float(vmax), float(min_upright)
         self.action_size = len(self.joints)

@@ -2,7 +2,9 @@
 
 Format (version ``FORMAT_VERSION``), a plain numpy ``.npz`` archive:
 
-* ``__jaxode_format__``: int64 scalar, the format version (1).
+* ``__jaxode_format__``: int64 scalar, the format version (2: the model
+  carries its initial state and ``geom_dataid``; version 1 files, whose models
+  had neither, are refused).
 * ``__structure__``: a JSON string (0-d unicode array) describing the two
   trees ``model`` and ``states``. A node is one of
   ``{"dc": "module:Class", "f": {field: node}}`` (a jaxode pytree dataclass;
@@ -32,7 +34,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 
 
 def _encode(x: Any, key: str, arrays: dict) -> Any:

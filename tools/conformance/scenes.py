@@ -217,7 +217,7 @@ _WORLD_FOLDED = ("max_vel", "min_depth")
 
 
 def _check_joints(scene: Scene) -> None:
-    from jaxode.conformance import odelib
+    from tools.conformance import odelib
 
     for j in scene.joints:
         if j.type not in odelib.JOINT_SETUP:
@@ -263,7 +263,7 @@ def build_jaxode(scene: Scene):
 
 def build_ode(scene: Scene):
     """The scene as an ``odelib.OdeWorld`` (ODE's RNG seeded with ``scene.rand_seed``)."""
-    from jaxode.conformance import odelib
+    from tools.conformance import odelib
 
     _check_joints(scene)
     w = scene.world
@@ -517,7 +517,7 @@ def _rolling_sphere(erp, cfm, mu) -> Scene:
 
 # Joint scenes live in joint_scenes.py (one function per joint family); it imports
 # this module's names, which are all defined by now.
-from jaxode.conformance.joint_scenes import JOINT_SCENES, joint_batch_scenes  # noqa: E402
+from tools.conformance.joint_scenes import JOINT_SCENES, joint_batch_scenes  # noqa: E402
 
 SCENES += JOINT_SCENES
 
@@ -546,15 +546,3 @@ KNOWN_DISAGREEMENTS_F32: dict[str, str] = {
         "the other cap and drops 0.6 mm; max position error 9.8e-4 m against the 1e-4 m "
         "float32 bound (rest height itself agrees to 1.7e-6 m; float64 agrees to 1e-14 m)."),
 }
-
-
-def by_name(name: str) -> Scene:
-    for s in SCENES:
-        if s.name == name:
-            return s
-    raise KeyError(name)
-
-
-def with_world(scene: Scene, **kw) -> Scene:
-    """A copy of ``scene`` with some world parameters replaced."""
-    return dataclasses.replace(scene, world=dataclasses.replace(scene.world, **kw))

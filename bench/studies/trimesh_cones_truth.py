@@ -16,7 +16,7 @@ the solid, this compares the trimesh pair with numpy:
   axes, docs/COLLISION.md);
 - and the hull-hull pair (convex-convex against the mesh's hull).
 
-Usage: PYTHONPATH=<tree> python bench/trimesh_cones_truth.py [poses]
+Usage: PYTHONPATH=<tree> python bench/studies/trimesh_cones_truth.py [poses]
 (runs on trees before the normal cones too, for the before numbers).
 """
 from __future__ import annotations
@@ -39,7 +39,7 @@ from jaxode.collision import trimesh as tm  # noqa: E402
 from jaxode.collision.types import GeomWorld, Hull, Mesh  # noqa: E402
 
 # the closed-form shapes the tests use (tests/truths.py, next to this tree's bench/)
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
 from truths import box_points, oriented_hull  # noqa: E402
 
 RNG = np.random.default_rng(7)

@@ -1105,22 +1105,6 @@ class OdeWorld:
         t = np.asarray(t, dtype=np.float64).reshape(3)
         self._lib.dBodyAddTorque(self._bodies[i], t[0], t[1], t[2])
 
-    def set_pos(self, i, p) -> None:
-        p = np.asarray(p, dtype=np.float64).reshape(3)
-        self._lib.dBodySetPosition(self._bodies[i], p[0], p[1], p[2])
-
-    def set_quat(self, i, q) -> None:
-        self._lib.dBodySetQuaternion(self._bodies[i], _quat_arr(q))
-
-    def set_vel(self, i, v=None, angvel=None) -> None:
-        """Set linear velocity ``v`` and/or angular velocity ``angvel``."""
-        if v is not None:
-            v = np.asarray(v, dtype=np.float64).reshape(3)
-            self._lib.dBodySetLinearVel(self._bodies[i], v[0], v[1], v[2])
-        if angvel is not None:
-            w = np.asarray(angvel, dtype=np.float64).reshape(3)
-            self._lib.dBodySetAngularVel(self._bodies[i], w[0], w[1], w[2])
-
 
 # ---------------------------------------------------------------------------
 # standalone narrow phase

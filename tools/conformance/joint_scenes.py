@@ -1,6 +1,6 @@
 """Conformance scenes with joints, one function per joint family.
 
-Each function returns a list of :class:`jaxode.conformance.scenes.Scene`;
+Each function returns a list of :class:`tools.conformance.scenes.Scene`;
 :data:`JOINT_SCENES` is their concatenation, appended to ``scenes.SCENES``.
 Tolerances as in scenes.py: a single joint's rows couple (ball/hinge rows share
 the angular terms), so with ODE's default 20 iterations its answer depends on
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from jaxode.conformance.scenes import (TRAJ64, BatchScene, Body, Geom, Joint, Scene, Tolerance, World,  # noqa: F401
+from tools.conformance.scenes import (TRAJ64, BatchScene, Body, Geom, Joint, Scene, Tolerance, World,  # noqa: F401
                                        body_of, mass_lib)
 
 

@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import jaxode
-from jaxode.conformance.scenes import BatchScene, Scene, build_jaxode, build_ode, metric_value
+from tools.conformance.scenes import BatchScene, Scene, build_jaxode, build_ode, metric_value
 
 _KEYS = ("pos", "quat", "vel", "angvel")
 
@@ -87,7 +87,7 @@ def _errors(scene: Scene, ode: dict, ours: dict):
 def ode_spread(scene: Scene) -> float:
     """How much ODE's own metric moves with the RNG seed of its row shuffle: max - min
     (largest component) over ``scenes.SPREAD_SEEDS``."""
-    from jaxode.conformance.scenes import SPREAD_SEEDS
+    from tools.conformance.scenes import SPREAD_SEEDS
 
     vals = np.array([metric_value(scene, run_ode(dataclasses.replace(scene, rand_seed=s)))
                      for s in SPREAD_SEEDS])
@@ -98,7 +98,7 @@ def compare(scene: Scene, ode: dict, f64: dict, f32: Optional[dict], name: Optio
             ) -> SceneResult:
     """The errors of jaxode against ODE; ``f32=None`` (float32 not run) gives NaN
     float32 errors, which fail ``ok32``."""
-    from jaxode.conformance.scenes import METRICS
+    from tools.conformance.scenes import METRICS
 
     m64, traj64, err64 = _errors(scene, ode, f64)
     m32, traj32, err32 = _errors(scene, ode, f32) if f32 is not None else (None, np.nan, np.nan)
@@ -162,11 +162,6 @@ def run_jaxode_vmapped(worlds, x64: bool) -> list[dict]:
     return [{k: v[i] for k, v in traj.items()} for i in range(len(worlds))]
 
 
-def run_jaxode_batch(batch: BatchScene, x64: bool) -> list[dict]:
-    """All worlds of ``batch`` in ONE vmapped jaxode rollout; one trajectory per world."""
-    return run_jaxode_vmapped(batch.worlds, x64)
-
-
 def batch_world_name(batch: BatchScene, world: Scene) -> str:
     return f"{batch.name}/{world.name}"
 
@@ -224,7 +219,7 @@ def run_all(scenes=None, batches=None, progress: Optional[Callable] = None,
     ``f32_singles=False`` float32 runs only in the vmapped calls (one compile per
     batch instead of one per scene structure); the other scenes' float32 errors
     are NaN."""
-    from jaxode.conformance.scenes import BATCH_SCENES, SCENES
+    from tools.conformance.scenes import BATCH_SCENES, SCENES
 
     scenes = list(SCENES if scenes is None else scenes)
     batches = list(BATCH_SCENES if batches is None else batches)
@@ -245,7 +240,7 @@ def versions() -> dict:
     import ctypes
     import subprocess
 
-    from jaxode.conformance import odelib
+    from tools.conformance import odelib
 
     info = {"jax": jax.__version__, "jaxode": jaxode.__version__}
     lib = odelib.load()

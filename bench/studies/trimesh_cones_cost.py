@@ -8,7 +8,7 @@ then ``box_trimesh``. Reports the compile time of the vmapped function and
 microseconds per pair (1024 pairs per call, best of 20 calls), and of one
 unbatched pair.
 
-Usage: taskset -c 0 env PYTHONPATH=<tree> python bench/trimesh_cones_cost.py
+Usage: taskset -c 0 env PYTHONPATH=<tree> python bench/studies/trimesh_cones_cost.py
 (the XLA flags below keep it on one thread; runs on trees before the
 normal cones too).
 """
@@ -32,7 +32,7 @@ from jaxode.collision import trimesh as tm  # noqa: E402
 from jaxode.collision.types import GeomWorld, Mesh  # noqa: E402
 
 # the closed-form shapes the tests use (tests/truths.py, next to this tree's bench/)
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
 from truths import box_mesh, grid_mesh  # noqa: E402
 
 SIZE = np.array([0.4, 0.3, 0.2])
