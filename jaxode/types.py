@@ -228,20 +228,37 @@ class Trajectory:
     max_depth: jax.Array = None
 
 
+def _jaxlib_at_least(major: int, minor: int) -> bool:
+    import jaxlib
+    parts = []
+    for x in jaxlib.__version__.split(".")[:2]:
+        digits = "".join(ch for ch in x if ch.isdigit())
+        parts.append(int(digits or 0))
+    return tuple(parts) >= (major, minor)
+
+
+# jaxode.batch shards over the local devices only where the sharded plain
+# jit(vmap(step)) was not seen to deadlock (jaxlib 0.11+; see batch()).
+_SHARD_BATCHES = _jaxlib_at_least(0, 11)
+
+
 def batch(tree: Any, n: int) -> Any:
     """Stack ``n`` copies of a pytree along a new leading axis (per-world batch).
 
     With several local devices (one CPU device per core by default, see
-    :mod:`jaxode.xla`) and ``n`` a multiple of their number, the batch is placed
-    sharded over them (:func:`jaxode.shard_worlds`): a ``jax.jit`` of a
-    ``vmap``-ed step or rollout on it runs on every device. Otherwise it stays
-    on the default device.
+    :mod:`jaxode.xla`), ``n`` a multiple of their number and jaxlib 0.11 or
+    newer, the batch is placed sharded over them (:func:`jaxode.shard_worlds`):
+    a ``jax.jit`` of a ``vmap``-ed step or rollout on it runs on every device.
+    Otherwise it stays on the default device: with jaxlib 0.9/0.10 such a
+    sharded ``jit(vmap(step))`` called back to back deadlocked in a cross-device
+    all-reduce on a 2-core CPU (tests/test_no_hang.py); use
+    :func:`jaxode.map_worlds` there for every core.
     """
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ValueError(f"batch: n must be an integer >= 1 (got {n!r})")
     out = jax.tree.map(lambda x: jnp.repeat(jnp.asarray(x)[None], n, axis=0), tree)
     ndev = jax.local_device_count()
-    if ndev > 1 and n % ndev == 0 and jax.tree.leaves(out):
+    if ndev > 1 and n % ndev == 0 and jax.tree.leaves(out) and _SHARD_BATCHES:
         from jaxode.sharding import shard_worlds
         out = shard_worlds(out)
     return out
