@@ -106,10 +106,12 @@ def physics_step(model: Model, state: State, params: Params, dt: jax.Array) -> S
     if model.solver not in SOLVERS:
         raise ValueError(f"model.solver must be one of {tuple(SOLVERS)} (got {model.solver!r})")
     solve = SOLVERS[model.solver]
+    # QuickStep's shuffles of the joint rows at iterations 8, 16, ... (jaxode.reorder)
+    reorder = {"reorder": njrows} if model.solver == "pgs" else {}
     lam_n, lam_f, fc = solve(head, tail, inv_mass_p, inv_inertia_p, rhs_body, h,
                              jnp.asarray(p.sor, dtype), model.iterations,
                              block=5 if model.angular_friction else 2,
-                             cone=model.friction_cone, cone_rows=cone_rows)
+                             cone=model.friction_cone, cone_rows=cone_rows, **reorder)
     fc = fc[:-1]
 
     # Velocity update then dxStepBody.

@@ -48,8 +48,10 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.custom_batching import custom_vmap
 
+from jaxode import reorder as reorder_lib
 from jaxode.constraint import Rows
 
 # Rows per scan step (loop unrolling).
@@ -160,7 +162,7 @@ def _scan_rows(step, carry, xs, ys0, unroll: int, count):
 
 
 def _sweeps(iterations: int, block: int, cone: bool, b1h, b2h, b1t, b2t, fidx, pyramid,
-            conerow, *rows, live: bool = False, unroll: int = UNROLL):
+            conerow, *rows, live: bool = False, unroll: int = UNROLL, reorder: int = 0):
     """The SOR sweeps, world-minor: every float array carries a trailing world axis W.
 
     rows = (head: j1, j2, imj1, imj2 (R, 6, W), rhs, cfm, lo, hi (R, W);
@@ -176,6 +178,10 @@ def _sweeps(iterations: int, block: int, cone: bool, b1h, b2h, b1t, b2t, fidx, p
     rows unbounded individually and then projected jointly onto the ellipse
     ``(l1/mu)^2 + (l2/mu2)^2 <= lambda_n^2`` (mu, mu2 = the rows' ``hi``):
     Gazebo's cone friction model, isotropic when mu2 = mu.
+
+    ``reorder`` (static): the first ``reorder`` head rows (the joint rows) are
+    shuffled before iterations 8, 16, ... as ODE 0.16's QuickStep does
+    (:mod:`jaxode.reorder`); the other rows keep their order.
     """
     (hj1, hj2, hi1, hi2, hrhs, hcfm, hlo, hhi,
      tj1, tj2, ti1, ti2, trhs, tcfm, tlo, thi, fc0) = rows
@@ -253,27 +259,53 @@ def _sweeps(iterations: int, block: int, cone: bool, b1h, b2h, b1t, b2t, fidx, p
         return (jnp.any(j1 != 0, axis=(1, 2)) | jnp.any(j2 != 0, axis=(1, 2))
                 | jnp.any(rhs != 0, axis=1))
 
-    n_head = _live_count(row_live(hj1, hj2, hrhs)) if live and nh else None
     n_tail = (_live_count(jnp.any(blocks(row_live(tj1, tj2, trhs)), axis=1))
               if live and nt else None)
+    head0 = (b1h, b2h, hj1, hj2, hi1, hi2, hrhs, hcfm, hlo, hhi)
 
-    def sweep(carry, _):
+    def phase(carry, length, perm):
+        # perm (static): the head rows' order in this phase (None: as given).
+        # ODE sweeps lambda[order[i]]; here the head rows are gathered into the
+        # phase's order and lambda_head is carried in that order.
+        head = head0 if perm is None else tuple(a[perm] for a in head0)
+        inv = None if perm is None else np.argsort(perm).astype(np.int32)
+        p1, p2, pj1, pj2, pi1, pi2, prhs, pcfm, plo, phi = head
+        n_head = _live_count(row_live(pj1, pj2, prhs)) if live and nh else None
+
+        def sweep(carry, _):
+            fc, lam_h, lam_t = carry
+            if nh:
+                fc, lam_h = _scan_rows(
+                    head_row, fc, (p1, p2, pj1, pj2, pi1, pi2, prhs, pcfm, lam_h, plo, phi),
+                    lam_h, unroll, n_head)
+            if nt:
+                lam_hh = lam_h if perm is None else lam_h[inv]
+                lam_n = lam_hh[fidx] if nh else jnp.zeros((nt, w), dtype)
+                xs = tuple(blocks(a) for a in (b1t, b2t, tj1, tj2, ti1, ti2, trhs, tcfm, lam_t,
+                                               lam_n, tlo, thi, pyramid, conerow))
+                fc, lam_t = _scan_rows(tail_contact, fc, xs, blocks(lam_t),
+                                       max(1, unroll // block), n_tail)
+                lam_t = lam_t.reshape((nt,) + lam_t.shape[2:])
+            return (fc, lam_h, lam_t), None
+
         fc, lam_h, lam_t = carry
-        if nh:
-            fc, lam_h = _scan_rows(
-                head_row, fc, (b1h, b2h, hj1, hj2, hi1, hi2, hrhs, hcfm, lam_h, hlo, hhi),
-                lam_h, unroll, n_head)
-        if nt:
-            lam_n = lam_h[fidx] if nh else jnp.zeros((nt, w), dtype)
-            xs = tuple(blocks(a) for a in (b1t, b2t, tj1, tj2, ti1, ti2, trhs, tcfm, lam_t,
-                                           lam_n, tlo, thi, pyramid, conerow))
-            fc, lam_t = _scan_rows(tail_contact, fc, xs, blocks(lam_t),
-                                   max(1, unroll // block), n_tail)
-            lam_t = lam_t.reshape((nt,) + lam_t.shape[2:])
-        return (fc, lam_h, lam_t), None
+        if perm is not None:
+            lam_h = lam_h[perm]
+        (fc, lam_h, lam_t), _ = jax.lax.scan(sweep, (fc, lam_h, lam_t), None, length=length)
+        if perm is not None:
+            lam_h = lam_h[inv]
+        return fc, lam_h, lam_t
 
+    phases = []
+    for length, order in reorder_lib.permutations(iterations, min(reorder, nh)):
+        perm = None
+        if order is not None:
+            perm = np.concatenate([order, np.arange(order.shape[0], nh, dtype=np.int32)])
+        phases.append((length, perm))
     carry = (fc0, jnp.zeros((nh, w), dtype), jnp.zeros((nt, w), dtype))
-    (fc, lam_h, lam_t), _ = jax.lax.scan(sweep, carry, None, length=iterations)
+    for length, perm in phases:
+        carry = phase(carry, length, perm)
+    fc, lam_h, lam_t = carry
     return lam_h[:nh0], lam_t[:nt0], fc
 
 
@@ -284,7 +316,7 @@ def _to_world_minor(x, batched: bool, w: int):
 
 
 @functools.lru_cache(maxsize=None)
-def _batched_sweeps(iterations: int, block: int = 2, cone: bool = False):
+def _batched_sweeps(iterations: int, block: int = 2, cone: bool = False, reorder: int = 0):
     """``_sweeps`` for one world, with a vmap rule that runs a batch world-minor.
 
     Under ``jax.vmap`` the worlds become the trailing (contiguous) axis of
@@ -297,7 +329,7 @@ def _batched_sweeps(iterations: int, block: int = 2, cone: bool = False):
     def plain(*args, unroll=UNROLL):
         idx, rows = args[:nidx], args[nidx:]
         out = _sweeps(iterations, block, cone, *idx, *(r[..., None] for r in rows),
-                      unroll=unroll)
+                      unroll=unroll, reorder=reorder)
         return tuple(o[..., 0] for o in out)
 
     run = custom_vmap(plain)
@@ -308,7 +340,7 @@ def _batched_sweeps(iterations: int, block: int = 2, cone: bool = False):
 
         def shared(idx):
             wm = [_to_world_minor(r, b, axis_size) for r, b in zip(rows, in_batched[nidx:])]
-            out = _sweeps(iterations, block, cone, *idx, *wm, live=True)
+            out = _sweeps(iterations, block, cone, *idx, *wm, live=True, reorder=reorder)
             return tuple(jnp.moveaxis(o, -1, 0) for o in out)
 
         if not any(in_batched[:nidx]):
@@ -342,8 +374,8 @@ def _batched_sweeps(iterations: int, block: int = 2, cone: bool = False):
 
 def solve_pgs(head: Rows, tail: Rows, inv_mass: jax.Array, inv_inertia: jax.Array,
               rhs_body: jax.Array, h: jax.Array, sor: jax.Array, iterations: int,
-              block: int = 2, cone: bool = False, cone_rows: jax.Array = None
-              ) -> tuple[jax.Array, jax.Array, jax.Array]:
+              block: int = 2, cone: bool = False, cone_rows: jax.Array = None,
+              reorder: int = 0) -> tuple[jax.Array, jax.Array, jax.Array]:
     """Run QuickStep's SOR-LCP for one world.
 
     head, tail: row tables (tail rows' ``findex`` index head rows, -1 = fixed
@@ -351,7 +383,9 @@ def solve_pgs(head: Rows, tail: Rows, inv_mass: jax.Array, inv_inertia: jax.Arra
     = -(v/h + M^-1 f_ext), with B = nbody + 1 (last = static world, zeros).
     The tail holds ``block`` rows per contact (static); ``cone`` (static)
     enables the joint projection of the first two rows of contacts whose
-    ``cone_rows`` (per tail row, bool) is set.
+    ``cone_rows`` (per tail row, bool) is set. ``reorder`` (static): the
+    number of leading head rows (the joint rows) that QuickStep shuffles before
+    iterations 8, 16, ... (:mod:`jaxode.reorder`).
     Returns (lambda_head [N], lambda_tail [N], fc (B, 6) = M^-1 J^T lambda).
     """
     dtype = rhs_body.dtype
@@ -368,7 +402,7 @@ def solve_pgs(head: Rows, tail: Rows, inv_mass: jax.Array, inv_inertia: jax.Arra
         cone_rows = jnp.zeros((nt,), bool)
     if nt % block:
         raise ValueError(f"tail rows ({nt}) must be a multiple of block ({block})")
-    run = _batched_sweeps(iterations, block, bool(cone))
+    run = _batched_sweeps(iterations, block, bool(cone), int(reorder))
     return run(ph.b1, ph.b2, pt.b1, pt.b2, fidx, pyramid, cone_rows,
                ph.j1, ph.j2, ph.imj1, ph.imj2, ph.rhs, ph.cfm, ph.lo, ph.hi,
                pt.j1, pt.j2, pt.imj1, pt.imj2, pt.rhs, pt.cfm, pt.lo, pt.hi, fc0)
