@@ -107,7 +107,8 @@ def physics_step(model: Model, state: State, params: Params, dt: jax.Array) -> S
         raise ValueError(f"model.solver must be one of {tuple(SOLVERS)} (got {model.solver!r})")
     solve = SOLVERS[model.solver]
     # QuickStep's shuffles of the joint rows at iterations 8, 16, ... (jaxode.reorder)
-    reorder = {"reorder": njrows} if model.solver == "pgs" else {}
+    reorder = {"reorder": njrows, "step": jnp.round(state.time / h).astype(jnp.int32)
+               } if model.solver == "pgs" else {}
     lam_n, lam_f, fc = solve(head, tail, inv_mass_p, inv_inertia_p, rhs_body, h,
                              jnp.asarray(p.sor, dtype), model.iterations,
                              block=5 if model.angular_friction else 2,

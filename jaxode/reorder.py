@@ -93,3 +93,32 @@ def permutations(iterations: int, n: int, seed: int = ODE_SEED) -> tuple:
         phases.append((length, perm))
         start += length
     return tuple(phases)
+
+
+#: distinct steps of shuffles before the sequence repeats (see :func:`table`)
+STEPS = 64
+
+
+@functools.lru_cache(maxsize=None)
+def table(iterations: int, n: int, steps: int = STEPS, seed: int = ODE_SEED):
+    """The shuffles of ``steps`` consecutive steps: (phase lengths, orders) with
+    orders an int32 array (steps, phases - 1, n): the order of the ``n`` rows in
+    each phase after the first (the first sweeps them as given), drawn as ODE
+    0.16 draws them for a world of ``n`` rows: one generator from ``seed``
+    continued from step to step, each step starting from the initial order.
+    None when nothing is reordered (n < 2 or at most FREQUENCY iterations)."""
+    lengths = []
+    start = 0
+    while start < iterations:
+        lengths.append(min(FREQUENCY, iterations - start))
+        start += lengths[-1]
+    if n < 2 or len(lengths) < 2:
+        return tuple(lengths), None
+    rng = OdeRandom(seed)
+    out = np.zeros((steps, len(lengths) - 1, n), np.int32)
+    for k in range(steps):
+        order = list(range(n))
+        for p in range(len(lengths) - 1):
+            order = shuffle(order, rng)
+            out[k, p] = order
+    return tuple(lengths), out

@@ -162,7 +162,7 @@ def _scan_rows(step, carry, xs, ys0, unroll: int, count):
 
 
 def _sweeps(iterations: int, block: int, cone: bool, b1h, b2h, b1t, b2t, fidx, pyramid,
-            conerow, *rows, live: bool = False, unroll: int = UNROLL, reorder: int = 0):
+            conerow, step, *rows, live: bool = False, unroll: int = UNROLL, reorder: int = 0):
     """The SOR sweeps, world-minor: every float array carries a trailing world axis W.
 
     rows = (head: j1, j2, imj1, imj2 (R, 6, W), rhs, cfm, lo, hi (R, W);
@@ -180,8 +180,9 @@ def _sweeps(iterations: int, block: int, cone: bool, b1h, b2h, b1t, b2t, fidx, p
     Gazebo's cone friction model, isotropic when mu2 = mu.
 
     ``reorder`` (static): the first ``reorder`` head rows (the joint rows) are
-    shuffled before iterations 8, 16, ... as ODE 0.16's QuickStep does
-    (:mod:`jaxode.reorder`); the other rows keep their order.
+    shuffled before iterations 8, 16, ... as ODE 0.16's QuickStep does, with
+    the shuffles of step number ``step`` (int scalar) of :func:`reorder.table`;
+    the other rows keep their order.
     """
     (hj1, hj2, hi1, hi2, hrhs, hcfm, hlo, hhi,
      tj1, tj2, ti1, ti2, trhs, tcfm, tlo, thi, fc0) = rows
@@ -262,13 +263,23 @@ def _sweeps(iterations: int, block: int, cone: bool, b1h, b2h, b1t, b2t, fidx, p
     n_tail = (_live_count(jnp.any(blocks(row_live(tj1, tj2, trhs)), axis=1))
               if live and nt else None)
     head0 = (b1h, b2h, hj1, hj2, hi1, hi2, hrhs, hcfm, hlo, hhi)
+    lengths, orders = reorder_lib.table(iterations, min(reorder, nh))
+    if orders is not None:
+        # this step's shuffles (traced: the step picks a row of the static table)
+        n_re = orders.shape[-1]
+        orders = jnp.asarray(orders)[jnp.mod(step, orders.shape[0])]
+        rest = jnp.arange(n_re, nh, dtype=jnp.int32)
 
-    def phase(carry, length, perm):
-        # perm (static): the head rows' order in this phase (None: as given).
+    def phase(carry, length, p):
+        # p: this phase's index among the shuffled ones (None: the given order).
         # ODE sweeps lambda[order[i]]; here the head rows are gathered into the
         # phase's order and lambda_head is carried in that order.
-        head = head0 if perm is None else tuple(a[perm] for a in head0)
-        inv = None if perm is None else np.argsort(perm).astype(np.int32)
+        perm = inv = None
+        head = head0
+        if p is not None:
+            perm = jnp.concatenate([orders[p], rest])
+            inv = jnp.zeros_like(perm).at[perm].set(jnp.arange(nh, dtype=perm.dtype))
+            head = tuple(jnp.take(a, perm, axis=0) for a in head0)
         p1, p2, pj1, pj2, pi1, pi2, prhs, pcfm, plo, phi = head
         n_head = _live_count(row_live(pj1, pj2, prhs)) if live and nh else None
 
@@ -279,7 +290,7 @@ def _sweeps(iterations: int, block: int, cone: bool, b1h, b2h, b1t, b2t, fidx, p
                     head_row, fc, (p1, p2, pj1, pj2, pi1, pi2, prhs, pcfm, lam_h, plo, phi),
                     lam_h, unroll, n_head)
             if nt:
-                lam_hh = lam_h if perm is None else lam_h[inv]
+                lam_hh = lam_h if perm is None else jnp.take(lam_h, inv, axis=0)
                 lam_n = lam_hh[fidx] if nh else jnp.zeros((nt, w), dtype)
                 xs = tuple(blocks(a) for a in (b1t, b2t, tj1, tj2, ti1, ti2, trhs, tcfm, lam_t,
                                                lam_n, tlo, thi, pyramid, conerow))
@@ -290,21 +301,15 @@ def _sweeps(iterations: int, block: int, cone: bool, b1h, b2h, b1t, b2t, fidx, p
 
         fc, lam_h, lam_t = carry
         if perm is not None:
-            lam_h = lam_h[perm]
+            lam_h = jnp.take(lam_h, perm, axis=0)
         (fc, lam_h, lam_t), _ = jax.lax.scan(sweep, (fc, lam_h, lam_t), None, length=length)
         if perm is not None:
-            lam_h = lam_h[inv]
+            lam_h = jnp.take(lam_h, inv, axis=0)
         return fc, lam_h, lam_t
 
-    phases = []
-    for length, order in reorder_lib.permutations(iterations, min(reorder, nh)):
-        perm = None
-        if order is not None:
-            perm = np.concatenate([order, np.arange(order.shape[0], nh, dtype=np.int32)])
-        phases.append((length, perm))
     carry = (fc0, jnp.zeros((nh, w), dtype), jnp.zeros((nt, w), dtype))
-    for length, perm in phases:
-        carry = phase(carry, length, perm)
+    for k, length in enumerate(lengths):
+        carry = phase(carry, length, None if (k == 0 or orders is None) else k - 1)
     fc, lam_h, lam_t = carry
     return lam_h[:nh0], lam_t[:nt0], fc
 
@@ -324,7 +329,7 @@ def _batched_sweeps(iterations: int, block: int = 2, cone: bool = False, reorder
     over all worlds. If the body indices differ between worlds (contact
     compaction), the rule falls back to plain vmap (gather/scatter).
     """
-    nidx = 7
+    nidx = 8
 
     def plain(*args, unroll=UNROLL):
         idx, rows = args[:nidx], args[nidx:]
@@ -343,6 +348,12 @@ def _batched_sweeps(iterations: int, block: int = 2, cone: bool = False, reorder
             out = _sweeps(iterations, block, cone, *idx, *wm, live=True, reorder=reorder)
             return tuple(jnp.moveaxis(o, -1, 0) for o in out)
 
+        if in_batched[nidx - 1]:
+            # One shuffle sequence for the batch (world 0's step), as ODE's one
+            # global generator serves every world: the row order stays shared.
+            idx = idx[:-1] + (idx[-1][0],)
+            in_batched = tuple(in_batched[:nidx - 1]) + (False,) + tuple(in_batched[nidx:])
+            args = idx + tuple(rows)
         if not any(in_batched[:nidx]):
             return shared(idx), (True, True, True)
         # Per-world indices (contact compaction): if every world has the same
@@ -375,7 +386,7 @@ def _batched_sweeps(iterations: int, block: int = 2, cone: bool = False, reorder
 def solve_pgs(head: Rows, tail: Rows, inv_mass: jax.Array, inv_inertia: jax.Array,
               rhs_body: jax.Array, h: jax.Array, sor: jax.Array, iterations: int,
               block: int = 2, cone: bool = False, cone_rows: jax.Array = None,
-              reorder: int = 0) -> tuple[jax.Array, jax.Array, jax.Array]:
+              reorder: int = 0, step=0) -> tuple[jax.Array, jax.Array, jax.Array]:
     """Run QuickStep's SOR-LCP for one world.
 
     head, tail: row tables (tail rows' ``findex`` index head rows, -1 = fixed
@@ -385,7 +396,8 @@ def solve_pgs(head: Rows, tail: Rows, inv_mass: jax.Array, inv_inertia: jax.Arra
     enables the joint projection of the first two rows of contacts whose
     ``cone_rows`` (per tail row, bool) is set. ``reorder`` (static): the
     number of leading head rows (the joint rows) that QuickStep shuffles before
-    iterations 8, 16, ... (:mod:`jaxode.reorder`).
+    iterations 8, 16, ...; ``step`` (int scalar) picks the step's shuffles
+    (:mod:`jaxode.reorder`).
     Returns (lambda_head [N], lambda_tail [N], fc (B, 6) = M^-1 J^T lambda).
     """
     dtype = rhs_body.dtype
@@ -404,5 +416,5 @@ def solve_pgs(head: Rows, tail: Rows, inv_mass: jax.Array, inv_inertia: jax.Arra
         raise ValueError(f"tail rows ({nt}) must be a multiple of block ({block})")
     run = _batched_sweeps(iterations, block, bool(cone), int(reorder))
     return run(ph.b1, ph.b2, pt.b1, pt.b2, fidx, pyramid, cone_rows,
-               ph.j1, ph.j2, ph.imj1, ph.imj2, ph.rhs, ph.cfm, ph.lo, ph.hi,
+               jnp.asarray(step, jnp.int32), ph.j1, ph.j2, ph.imj1, ph.imj2, ph.rhs, ph.cfm, ph.lo, ph.hi,
                pt.j1, pt.j2, pt.imj1, pt.imj2, pt.rhs, pt.cfm, pt.lo, pt.hi, fc0)
