@@ -95,18 +95,22 @@ def permutations(iterations: int, n: int, seed: int = ODE_SEED) -> tuple:
     return tuple(phases)
 
 
-#: distinct steps of shuffles before the sequence repeats (see :func:`table`)
-STEPS = 64
+#: the table of :func:`table` covers between MIN_STEPS and MAX_STEPS steps, as
+#: many as fit in TABLE_ENTRIES row indices; the sequence then repeats
+MIN_STEPS, MAX_STEPS, TABLE_ENTRIES = 64, 4096, 1 << 18
 
 
 @functools.lru_cache(maxsize=None)
-def table(iterations: int, n: int, steps: int = STEPS, seed: int = ODE_SEED):
+def table(iterations: int, n: int, steps: int = None, seed: int = ODE_SEED):
     """The shuffles of ``steps`` consecutive steps: (phase lengths, orders) with
     orders an int32 array (steps, phases - 1, n): the order of the ``n`` rows in
     each phase after the first (the first sweeps them as given), drawn as ODE
     0.16 draws them for a world of ``n`` rows: one generator from ``seed``
-    continued from step to step, each step starting from the initial order.
-    None when nothing is reordered (n < 2 or at most FREQUENCY iterations)."""
+    continued from step to step, each step starting from the initial order. So a
+    world whose ``n`` rows are all active (ODE's m = n), stepped from the seed,
+    gets ODE's very orders for the first ``steps`` steps. ``steps`` None: as
+    many as fit in TABLE_ENTRIES (MIN_STEPS to MAX_STEPS). orders is None when
+    nothing is reordered (n < 2 or at most FREQUENCY iterations)."""
     lengths = []
     start = 0
     while start < iterations:
@@ -114,6 +118,8 @@ def table(iterations: int, n: int, steps: int = STEPS, seed: int = ODE_SEED):
         start += lengths[-1]
     if n < 2 or len(lengths) < 2:
         return tuple(lengths), None
+    if steps is None:
+        steps = int(np.clip(TABLE_ENTRIES // ((len(lengths) - 1) * n), MIN_STEPS, MAX_STEPS))
     rng = OdeRandom(seed)
     out = np.zeros((steps, len(lengths) - 1, n), np.int32)
     for k in range(steps):
