@@ -14,14 +14,17 @@ friction index gets the bounds ``hi = |hi lambda[findex]|, lo = -hi``;
 ``fc[b] += (lambda_new - lambda_old) iMJ``. lambda starts at zero (ODE's
 default, no warm starting) and is a force [N]; fc = M^-1 J^T lambda.
 
-Row order (deterministic): the ``head`` rows (no friction index: contact
-normals, later joint rows) in order, then the ``tail`` rows (friction) in
-order. For the pyramid model this is exactly ODE's initial order (findex == -1
-rows first, then the others, each in joint-row order). Two documented
-differences: ODE 0.16 shuffles all rows with its global random generator at
-iterations 8 and 16, and it solves box-model friction rows (no friction index)
-among the head rows. Both only matter where 20 iterations leave the problem
-unconverged.
+Row order (deterministic): the ``head`` rows (no friction index: joint rows,
+then contact normals) in order, then the ``tail`` rows (friction) in order.
+For the pyramid model this is exactly ODE's initial order (findex == -1 rows
+first, then the others, each in joint-row order). Before iterations 8, 16, ...
+ODE 0.16 shuffles the rows with its global random generator; jaxode shuffles
+the joint rows (``reorder`` leading head rows) the same way, with ODE's
+generator (:mod:`jaxode.reorder`): without it, 20 sweeps in one order pumped
+energy into ill-conditioned joint chains. Two documented differences remain:
+contact rows keep their order (ODE shuffles them with the joint rows), and ODE
+solves box-model friction rows (no friction index) among the head rows. Both
+only matter where 20 iterations leave the problem unconverged.
 
 Friction rows are solved contact by contact (a block of 2 rows, or 5 with
 rolling and spinning rows). Cone-model contacts (``cone``, static) solve
@@ -48,7 +51,6 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jax.custom_batching import custom_vmap
 
 from jaxode import reorder as reorder_lib
@@ -264,7 +266,9 @@ def _sweeps(iterations: int, block: int, cone: bool, b1h, b2h, b1t, b2t, fidx, p
               if live and nt else None)
     head0 = (b1h, b2h, hj1, hj2, hi1, hi2, hrhs, hcfm, hlo, hhi)
     lengths, orders = reorder_lib.table(iterations, min(reorder, nh))
-    if orders is not None:
+    if orders is None:
+        lengths = (iterations,)  # one order throughout: one loop
+    else:
         # this step's shuffles (traced: the step picks a row of the static table)
         n_re = orders.shape[-1]
         orders = jnp.asarray(orders)[jnp.mod(step, orders.shape[0])]
@@ -415,6 +419,6 @@ def solve_pgs(head: Rows, tail: Rows, inv_mass: jax.Array, inv_inertia: jax.Arra
     if nt % block:
         raise ValueError(f"tail rows ({nt}) must be a multiple of block ({block})")
     run = _batched_sweeps(iterations, block, bool(cone), int(reorder))
-    return run(ph.b1, ph.b2, pt.b1, pt.b2, fidx, pyramid, cone_rows,
-               jnp.asarray(step, jnp.int32), ph.j1, ph.j2, ph.imj1, ph.imj2, ph.rhs, ph.cfm, ph.lo, ph.hi,
+    return run(ph.b1, ph.b2, pt.b1, pt.b2, fidx, pyramid, cone_rows, jnp.asarray(step, jnp.int32),
+               ph.j1, ph.j2, ph.imj1, ph.imj2, ph.rhs, ph.cfm, ph.lo, ph.hi,
                pt.j1, pt.j2, pt.imj1, pt.imj2, pt.rhs, pt.cfm, pt.lo, pt.hi, fc0)

@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Optional
-
 import numpy as np
 
 REPRO = "/work/shared/repro/energy_gain_vs_ode.json"
@@ -280,7 +278,8 @@ def random_chain(seed: int, types=("hinge", "ball", "slider", "universal"),
         elif sh == "sphere":
             dims = {"radius": float(rng.uniform(0.01, 0.15))}
         else:
-            dims = {"radius": float(rng.uniform(0.01, 0.1)), "length": float(rng.uniform(0.02, 0.3))}
+            dims = {"radius": float(rng.uniform(0.01, 0.1)),
+                    "length": float(rng.uniform(0.02, 0.3))}
         vel = rng.normal(size=3) * 0.5 if rng.uniform() < 0.5 else np.zeros(3)
         w = rng.normal(size=3) * 1.5 if rng.uniform() < 0.5 else np.zeros(3)
         bodies.append(dict(shape=str(sh), dims=dims, mass=_loguniform(rng, 0.01, 1.0),
