@@ -18,6 +18,15 @@ counts those where ODE explodes for one of them, "all seeds calm" the rest.
 Prints one row per template and a total:
 rollouts, exploded, ODE also, jaxode only (of which: ODE other seed, all seeds
 calm), non-finite.
+
+Measured (2 cores, --worlds 384 --steps 400, float32, seeds from 0; 2304 rollouts):
+
+    solver                        exploded  ODE also  jaxode only  (ODE other seed / all calm)
+    fixed row order (before)           403        67          336        17 / 319   (247 s)
+    ODE's shuffles (jaxode.reorder)     87        75           12        11 / 1     (377 s)
+
+float64, --worlds 128 (768 rollouts), with the shuffles: 40 exploded, 35 ODE also,
+5 jaxode only, all 5 exploding in ODE for another seed. No non-finite world.
 """
 from __future__ import annotations
 
