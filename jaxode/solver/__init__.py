@@ -38,7 +38,7 @@ class Solution(NamedTuple):
 
 def solve(name: str, head, tail, inv_mass: jax.Array, inv_inertia: jax.Array,
           rhs_body: jax.Array, h: jax.Array, sor: jax.Array, iterations: int,
-          block: int = 2, cone: bool = False, cone_rows: jax.Array = None,
+          block: int = 2, cone: bool = False, cone_rows: jax.Array = None, step=0,
           **options) -> Solution:
     """Run solver ``name`` (``"pgs"`` or ``"colored"``) on one world's rows.
 
@@ -48,7 +48,8 @@ def solve(name: str, head, tail, inv_mass: jax.Array, inv_inertia: jax.Array,
     -(v/h + M^-1 f_ext), B = nbody + 1 (last = static world, zeros); h [s];
     sor w. ``cone`` (static) enables the joint projection of the first two
     rows of contacts whose ``cone_rows`` (per tail row, bool) is set.
-    ``options``: the solver's static options (``colours`` for colored).
+    ``step`` (int) the step number (picks pgs' row shuffles); ``options``: the
+    solver's static options (``reorder`` for pgs, ``colours`` for colored).
     """
     if name not in SWEEPS:
         raise ValueError(f"model.solver must be one of {tuple(SWEEPS)} (got {name!r})")
@@ -65,19 +66,23 @@ def solve(name: str, head, tail, inv_mass: jax.Array, inv_inertia: jax.Array,
         cone_rows = jnp.zeros((nt,), bool)
     idx, data = batching.inputs(head, tail, jnp.maximum(tail.findex, 0), tail.findex >= 0,
                                 cone_rows, inv_mass, inv_inertia, rhs_body,
-                                jnp.asarray(h, dtype), jnp.asarray(sor, dtype))
+                                jnp.asarray(h, dtype), jnp.asarray(sor, dtype),
+                                jnp.asarray(step, jnp.int32))
     run = batching.solver(SWEEPS[name], iterations, block, bool(cone), **options)
     return Solution(*run(*idx, *data))
 
 
-def solve_rows(model, rows, bodies, params) -> Solution:
+def solve_rows(model, rows, bodies, params, time=0.0) -> Solution:
     """The solve stage: ``model.solver`` on a :class:`jaxode.records.RowSet` with the
     bodies' inverse masses, world inverse inertia and QuickStep's right-hand side
     (:class:`jaxode.records.Bodies`), ``params.sor`` and ``model.iterations``."""
     dtype = bodies.rhs.dtype
+    # QuickStep's shuffles of the joint rows at iterations 8, 16, ... (pgs.py)
+    options = {"reorder": rows.njoint_rows} if model.solver == "pgs" else {}
     return solve(model.solver, rows.head, rows.tail, bodies.inv_mass, bodies.inv_inertia,
                  bodies.rhs, bodies.h, jnp.asarray(params.sor, dtype), model.iterations,
-                 block=rows.block, cone=model.friction_cone, cone_rows=rows.cone_rows)
+                 block=rows.block, cone=model.friction_cone, cone_rows=rows.cone_rows,
+                 step=jnp.round(time / bodies.h).astype(jnp.int32), **options)
 
 
 def sequential_updates(name: str, rows, nbody: int) -> jax.Array:
@@ -101,10 +106,11 @@ def sequential_updates(name: str, rows, nbody: int) -> jax.Array:
 
 
 def solve_pgs(head, tail, inv_mass, inv_inertia, rhs_body, h, sor, iterations: int,
-              block: int = 2, cone: bool = False, cone_rows=None):
-    """``solve("pgs", ...)`` as a tuple (lam_head, lam_tail, fc)."""
+              block: int = 2, cone: bool = False, cone_rows=None, reorder: int = 0):
+    """``solve("pgs", ...)`` as a tuple (lam_head, lam_tail, fc); ``reorder`` leading
+    head rows are shuffled at iterations 8, 16, ... as QuickStep does."""
     return tuple(solve("pgs", head, tail, inv_mass, inv_inertia, rhs_body, h, sor, iterations,
-                       block, cone, cone_rows))
+                       block, cone, cone_rows, reorder=int(reorder)))
 
 
 def solve_colored(head, tail, inv_mass, inv_inertia, rhs_body, h, sor, iterations: int,

@@ -42,7 +42,8 @@ class Problem(NamedTuple):
     rows per contact); fidx (Rt,) the head row bounding each tail row;
     pyramid (Rt,) bool: the row's bound scales with that row's lambda;
     cone_row (Rt,) bool: first two rows of a cone-model contact;
-    head_active (Rh, W), tail_active (Rt, W) bool; fc0 (B, 6, W) zeros.
+    head_active (Rh, W), tail_active (Rt, W) bool; fc0 (B, 6, W) zeros;
+    step () int: the step number (picks pgs' row shuffles; shared by a batch).
     """
 
     head: Prepared
@@ -53,6 +54,7 @@ class Problem(NamedTuple):
     head_active: jax.Array
     tail_active: jax.Array
     fc0: jax.Array
+    step: jax.Array
 
 
 class Inputs(NamedTuple):
@@ -72,9 +74,9 @@ class Inputs(NamedTuple):
 ROW_FIELDS = ("j1", "j2", "c", "cfm", "lo", "hi", "active")
 
 
-def inputs(head, tail, fidx, pyramid, cone_row, inv_mass, inv_inertia, rhs_body, h, sor
-           ) -> Inputs:
-    idx = (head.body1, head.body2, tail.body1, tail.body2, fidx, pyramid, cone_row)
+def inputs(head, tail, fidx, pyramid, cone_row, inv_mass, inv_inertia, rhs_body, h, sor,
+           step) -> Inputs:
+    idx = (head.body1, head.body2, tail.body1, tail.body2, fidx, pyramid, cone_row, step)
     data = (*(getattr(head, f) for f in ROW_FIELDS), *(getattr(tail, f) for f in ROW_FIELDS),
             inv_mass, inv_inertia, rhs_body, h, sor)
     return Inputs(idx, data)
@@ -82,7 +84,7 @@ def inputs(head, tail, fidx, pyramid, cone_row, inv_mass, inv_inertia, rhs_body,
 
 def _problem(idx, data) -> Problem:
     """Prepare world-minor ``data`` (every array with a trailing world axis W)."""
-    hb1, hb2, tb1, tb2, fidx, pyr, cone = idx
+    hb1, hb2, tb1, tb2, fidx, pyr, cone, step = idx
     k = len(ROW_FIELDS)
 
     def rows(b1, b2, d):
@@ -94,10 +96,10 @@ def _problem(idx, data) -> Problem:
     head = core.prepare(hr, inv_mass, inv_inertia, rhs_body, h, sor)
     tail = core.prepare(tr, inv_mass, inv_inertia, rhs_body, h, sor)
     fc0 = jnp.zeros_like(rhs_body)
-    return Problem(head, tail, fidx, pyr, cone, hr.active, tr.active, fc0)
+    return Problem(head, tail, fidx, pyr, cone, hr.active, tr.active, fc0, step)
 
 
-NIDX = 7
+NIDX = 8
 
 # The world axis is at least this wide (one world is run twice): with a
 # degenerate world axis XLA turns the sweeps' column sums into row sums, whose
@@ -140,6 +142,12 @@ def solver(sweeps, iterations: int, block: int, cone: bool, **options):
             out = sweeps(_problem(idx, wm), iterations, block, cone, live=True, **options)
             return tuple(jnp.moveaxis(o[..., :axis_size], -1, 0) for o in out)
 
+        if in_batched[NIDX - 1]:
+            # One step number for the batch (world 0's), as ODE's one global
+            # generator serves every world: the row order stays shared.
+            idx = tuple(idx[:NIDX - 1]) + (idx[NIDX - 1][0],)
+            in_batched = tuple(in_batched[:NIDX - 1]) + (False,) + tuple(in_batched[NIDX:])
+            args = idx + tuple(data)
         if not any(in_batched[:NIDX]):
             return shared(idx), (True, True, True)
         # Per-world indices (contact compaction): if every world has the same

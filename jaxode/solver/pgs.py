@@ -3,10 +3,27 @@
 Order (deterministic): the head rows (no friction index: joint rows, then
 contact normals) in order, then the tail contacts in order, each contact's
 friction block row by row. For the pyramid model this is exactly ODE's initial
-order (findex == -1 rows first, then the others, each in joint-row order). Two
-documented differences: ODE 0.16 shuffles all rows with its global random
-generator at iterations 8 and 16, and it solves box-model friction rows (no
-friction index) among the head rows. Both only matter where 20 iterations leave
+order (findex == -1 rows first, then the others, each in joint-row order).
+
+Before iterations 8, 16, ... ODE 0.16 shuffles the rows with its global random
+generator (``quickstep.cpp``: REORDERING_METHOD__RANDOMLY, every
+RANDOM_CONSTRAINTS_REORDERING_FREQUENCY = 8 iterations). jaxode shuffles the
+joint rows (``reorder`` leading head rows) the same way, with ODE's generator
+and shuffle (:mod:`jaxode.solver.reorder`): in one fixed order, the error 20
+sweeps leave in ill-conditioned joint chains (light bodies far from their
+anchors) repeats step after step and the ERP correction pumped energy in (5.7 %
+of fuzzed chains exploded where ODE stays calm). The permutations change from
+step to step as ODE's generator's do (a world's step number, ``round(time / h)``,
+picks them from a table that repeats after thousands of steps; one fixed
+permutation per step still let 1 of 20 fuzzed chains explode). A batch that
+shares its rows uses world 0's step number for all its worlds, as ODE's one
+global generator serves every world: worlds stepped in lockstep (sweeps,
+synchronous RL) are bitwise the same alone and in the batch; a world whose step
+count differs from world 0's (an auto-reset episode) gets world 0's
+permutations, so replaying it alone reproduces it only where its joint rows
+converge (or the scene has no joint rows). Documented differences from ODE:
+contact rows keep their order (ODE shuffles them with the joint rows), and ODE
+solves box-model friction rows (no friction index) among the head rows. All only matter where 20 iterations leave
 the problem unconverged.
 
 Each sweep is two loops (head rows, then tail contacts) whose per-unit data are
@@ -19,7 +36,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from jaxode.solver import core
+from jaxode.solver import core, reorder as reorder_lib
 from jaxode.solver.core import Block
 
 # Units per loop trip (loop unrolling).
@@ -60,12 +77,25 @@ def _scan_units(step, carry, xs, ys0, unroll: int, count):
     return jax.lax.fori_loop(0, (count + unroll - 1) // unroll, trip, (carry, ys0))
 
 
+def permutations(iterations: int, nrows: int, step):
+    """(phase lengths, orders): the iterations in phases of ODE's reordering
+    frequency and, for each phase after the first, the order of the ``nrows``
+    shuffled rows at step number ``step`` (traced int; int32 (phases - 1, nrows)),
+    or None when nothing is shuffled (fewer than 2 rows or one phase)."""
+    lengths, orders = reorder_lib.table(iterations, nrows)
+    if orders is None:
+        return lengths, None
+    return lengths, jnp.asarray(orders)[jnp.mod(step, orders.shape[0])]
+
+
 def sweeps(p, iterations: int, block: int, cone: bool, live: bool = False,
-           unroll: int = UNROLL, **_):
+           unroll: int = UNROLL, reorder: int = 0, **_):
     """The SOR sweeps in QuickStep's order. ``p``: a :class:`jaxode.solver.batching.Problem`
     (world-minor). With ``live`` each sweep stops after the last head row and tail
     contact that is active in some world (later units are no-ops: zero Jacobian,
-    rhs and bounds). Returns (lambda_head (Rh, W), lambda_tail (Rt, W), fc (B, 6, W)).
+    rhs and bounds). ``reorder`` (static): the number of leading head rows (the
+    joint rows) shuffled before iterations 8, 16, ... (module docstring).
+    Returns (lambda_head (Rh, W), lambda_tail (Rt, W), fc (B, 6, W)).
     """
     h, t = p.head, p.tail
     fidx, pyramid, cone_row = p.fidx, p.pyramid, p.cone_row
@@ -104,17 +134,52 @@ def sweeps(p, iterations: int, block: int, cone: bool, live: bool = False,
     tail_units = Block(*(blocks(a) for a in t), blocks(pyramid[:, None]),
                        blocks(cone_row[:, None])) if nt else None
 
-    def sweep(carry, _):
+    lengths, orders = permutations(iterations, min(reorder, nh0), p.step)
+    if orders is None:
+        lengths = (iterations,)
+    elif n_head is not None:
+        # a shuffle moves rows within the first n_re only: the live prefix
+        # covers them all as soon as one row is live
+        n_head_sh = jnp.where(n_head > 0, jnp.maximum(n_head, orders.shape[-1]), 0
+                              ).astype(n_head.dtype)
+
+    def phase(carry, length, perm):
+        # perm: this phase's order of the head rows (None: as given).
+        # ODE sweeps lambda[order[i]]: lambda_head is carried in the phase's order,
+        # and the row data are gathered once into it, so the sweeps read in sequence.
+        hp, inv, nlive = h, None, n_head
+        if perm is not None:
+            inv = jnp.zeros_like(perm).at[perm].set(jnp.arange(nh, dtype=perm.dtype))
+            hp = core.Prepared(*(jnp.take(a, perm, axis=0) for a in h))
+            nlive = n_head_sh if n_head is not None else None
+
+        def sweep(carry, _):
+            fc, lam_h, lam_t = carry
+            if nh:
+                fc, lam_h = _scan_units(head_row, fc, (hp, lam_h), lam_h, unroll, nlive)
+            if nt:
+                lam_hh = lam_h if inv is None else jnp.take(lam_h, inv, axis=0)
+                lam_n = lam_hh[fidx] if nh else jnp.zeros((nt, w), dtype)
+                fc, lam_b = _scan_units(tail_contact, fc,
+                                        (tail_units, blocks(lam_t), blocks(lam_n)),
+                                        blocks(lam_t), max(1, unroll // block), n_tail)
+                lam_t = lam_b.reshape((nt,) + lam_b.shape[2:])
+            return (fc, lam_h, lam_t), None
+
         fc, lam_h, lam_t = carry
-        if nh:
-            fc, lam_h = _scan_units(head_row, fc, (h, lam_h), lam_h, unroll, n_head)
-        if nt:
-            lam_n = lam_h[fidx] if nh else jnp.zeros((nt, w), dtype)
-            fc, lam_b = _scan_units(tail_contact, fc, (tail_units, blocks(lam_t), blocks(lam_n)),
-                                    blocks(lam_t), max(1, unroll // block), n_tail)
-            lam_t = lam_b.reshape((nt,) + lam_b.shape[2:])
-        return (fc, lam_h, lam_t), None
+        if perm is not None:
+            lam_h = jnp.take(lam_h, perm, axis=0)
+        (fc, lam_h, lam_t), _ = jax.lax.scan(sweep, (fc, lam_h, lam_t), None, length=length)
+        if perm is not None:
+            lam_h = jnp.take(lam_h, inv, axis=0)
+        return fc, lam_h, lam_t
 
     carry = (p.fc0, jnp.zeros((nh, w), dtype), jnp.zeros((nt, w), dtype))
-    (fc, lam_h, lam_t), _ = jax.lax.scan(sweep, carry, None, length=iterations)
+    for k, length in enumerate(lengths):
+        perm = None
+        if k > 0 and orders is not None:
+            perm = jnp.concatenate([orders[k - 1],
+                                    jnp.arange(orders.shape[-1], nh, dtype=orders.dtype)])
+        carry = phase(carry, length, perm)
+    fc, lam_h, lam_t = carry
     return lam_h[:nh0], lam_t[:nt0], fc

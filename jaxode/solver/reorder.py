@@ -1,0 +1,130 @@
+"""QuickStep's reordering of the constraint rows during the SOR sweeps (ODE 0.16).
+
+ODE 0.16's quickstep.cpp is built with ``CONSTRAINTS_REORDERING_METHOD ==
+REORDERING_METHOD__RANDOMLY`` and ``RANDOM_CONSTRAINTS_REORDERING_FREQUENCY
+8``: before iterations 8, 16, 24, ... of the SOR-LCP
+(``IsSORConstraintsReorderRequiredForIteration``) the row order is shuffled by
+``dxQuickStepIsland_Stage4LCP_ConstraintsShuffling``, a Fisher-Yates pass
+``for i in 1..m-1: swap(order[i], order[dRandInt(i + 1)])`` over the current
+order (so the shuffles compound), drawing from ODE's global generator
+(misc.cpp: ``seed = 1664525 seed + 1013904223 mod 2^32`` and ``dRandInt``).
+
+The reordering is not cosmetic: sweeping 20 iterations in one fixed order
+leaves ill-conditioned problems (light or small bodies far from their
+anchors, chains of them) with a residual that repeats from step to step in the
+same direction, and the ERP correction of the drift it leaves feeds energy in;
+ODE's shuffles break that pattern (see tests/test_energy_chains.py).
+
+:func:`permutations` gives the shuffles as static index arrays, drawn with
+ODE's generator and dRandInt from ODE's default seed 0 at the start of every
+step: every step sees the same shuffles (ODE's continue the global sequence,
+so its exact orders depend on everything stepped before; its results over
+seeds are a spread, see ``conformance.harness.ode_spread``). Static orders
+keep the row data of a batch of worlds aligned (one order for all worlds).
+"""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+#: ODE 0.16 quickstep.cpp: RANDOM_CONSTRAINTS_REORDERING_FREQUENCY
+FREQUENCY = 8
+#: dRandSetSeed's value at library start (misc.cpp: ``static duint32 seed = 0``)
+ODE_SEED = 0
+
+
+class OdeRandom:
+    """ODE's global generator (misc.cpp dRand, dRandInt), in Python integers."""
+
+    def __init__(self, seed: int = ODE_SEED):
+        self.seed = int(seed) & 0xFFFFFFFF
+
+    def rand(self) -> int:
+        self.seed = (1664525 * self.seed + 1013904223) & 0xFFFFFFFF
+        return self.seed
+
+    def randint(self, n: int) -> int:
+        """dRandInt(n): an integer in [0, n)."""
+        r, un = self.rand(), n
+        if un <= 0x10:
+            r ^= r >> 16
+            r ^= r >> 8
+            r ^= r >> 4
+            if un <= 2:
+                r ^= r >> 2
+                r ^= r >> 1
+                return r & (un >> 1)
+            if un <= 4:
+                r ^= r >> 2
+                return ((r & 0x03) * un) >> 2
+            return ((r & 0x0F) * un) >> 4
+        if un <= 0x100:
+            r ^= r >> 16
+            r ^= r >> 8
+            return ((r & 0xFF) * un) >> 8
+        if un <= 0x10000:
+            r ^= r >> 16
+            return ((r & 0xFFFF) * un) >> 16
+        return (r * un) >> 32
+
+
+def shuffle(order: list, rng: OdeRandom) -> list:
+    """ConstraintsShuffling's Fisher-Yates pass over ``order`` (a new list)."""
+    order = list(order)
+    for i in range(1, len(order)):
+        j = rng.randint(i + 1)
+        order[i], order[j] = order[j], order[i]
+    return order
+
+
+@functools.lru_cache(maxsize=None)
+def permutations(iterations: int, n: int, seed: int = ODE_SEED) -> tuple:
+    """The sweep phases of one step: a tuple of (iterations in the phase, order)
+    where order is None (the initial order) or an int32 array of the ``n`` row
+    positions in the order the phase sweeps them."""
+    phases, order, rng = [], list(range(n)), OdeRandom(seed)
+    start = 0
+    while start < iterations:
+        length = min(FREQUENCY, iterations - start)
+        if start > 0 and n > 1:
+            order = shuffle(order, rng)
+        perm = None if order == list(range(n)) else np.asarray(order, np.int32)
+        phases.append((length, perm))
+        start += length
+    return tuple(phases)
+
+
+#: the table of :func:`table` covers between MIN_STEPS and MAX_STEPS steps, as
+#: many as fit in TABLE_ENTRIES row indices; the sequence then repeats
+MIN_STEPS, MAX_STEPS, TABLE_ENTRIES = 64, 4096, 1 << 18
+
+
+@functools.lru_cache(maxsize=None)
+def table(iterations: int, n: int, steps: int = None, seed: int = ODE_SEED):
+    """The shuffles of ``steps`` consecutive steps: (phase lengths, orders) with
+    orders an int32 array (steps, phases - 1, n): the order of the ``n`` rows in
+    each phase after the first (the first sweeps them as given), drawn as ODE
+    0.16 draws them for a world of ``n`` rows: one generator from ``seed``
+    continued from step to step, each step starting from the initial order. So a
+    world whose ``n`` rows are all active (ODE's m = n), stepped from the seed,
+    gets ODE's very orders for the first ``steps`` steps. ``steps`` None: as
+    many as fit in TABLE_ENTRIES (MIN_STEPS to MAX_STEPS). orders is None when
+    nothing is reordered (n < 2 or at most FREQUENCY iterations)."""
+    lengths = []
+    start = 0
+    while start < iterations:
+        lengths.append(min(FREQUENCY, iterations - start))
+        start += lengths[-1]
+    if n < 2 or len(lengths) < 2:
+        return tuple(lengths), None
+    if steps is None:
+        steps = int(np.clip(TABLE_ENTRIES // ((len(lengths) - 1) * n), MIN_STEPS, MAX_STEPS))
+    rng = OdeRandom(seed)
+    out = np.zeros((steps, len(lengths) - 1, n), np.int32)
+    for k in range(steps):
+        order = list(range(n))
+        for p in range(len(lengths) - 1):
+            order = shuffle(order, rng)
+            out[k, p] = order
+    return tuple(lengths), out
