@@ -47,6 +47,10 @@ def _compact_fn(capacity: int):
             idx, valid = _own(mask, capacity)
             return (jnp.broadcast_to(idx, (axis_size, capacity)),
                     jnp.broadcast_to(valid, (axis_size, capacity))), (True, True)
+        if axis_size == 1:
+            # one world: the union is its own mask (no second branch to compile)
+            idx, valid = _own(mask[0], capacity)
+            return (idx[None], valid[None]), (True, True)
         union = jnp.any(mask, axis=0)
 
         def shared(_):

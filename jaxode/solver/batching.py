@@ -150,6 +150,10 @@ def solver(sweeps, iterations: int, block: int, cone: bool, **options):
             args = idx + tuple(data)
         if not any(in_batched[:NIDX]):
             return shared(idx), (True, True, True)
+        if axis_size == 1:
+            # one world: its indices are trivially shared (no fallback to compile)
+            return shared([i[0] if b else i for i, b in zip(idx, in_batched[:NIDX])]), \
+                (True, True, True)
         # Per-world indices (contact compaction): if every world has the same
         # ones (batch_rules.compact shares them when it can), run the shared
         # path on world 0's; otherwise vmap the one-world sweeps.
