@@ -18,7 +18,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from jaxode.solver import batching, colored, core, pgs
+from jaxode.solver import batching, colored, pgs
 from jaxode.solver.colored import COLOURS, colour
 from jaxode.solver.core import cone_project, friction_bounds
 
