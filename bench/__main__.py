@@ -108,7 +108,7 @@ def run_jaxode(model, batch: int, steps: int, solver: str = "pgs") -> dict:
 def phases(model, final) -> int:
     """Sequential solver updates per step (per sweep x iterations) at the final
     state of world 0: a GPU's dependent kernel launches per step."""
-    from jaxode import dynamics, narrowphase, rowset, solver
+    from jaxode.sim import dynamics, narrowphase, rowset, solver
     s = jax.tree.map(lambda x: x[0], final)
 
     @jax.jit

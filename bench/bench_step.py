@@ -52,7 +52,7 @@ def boxes_scene() -> jaxode.Model:
 
 
 def walker_scene() -> jaxode.Model:
-    from jaxode.robots import build_walker
+    from jaxode.build.robots import build_walker
 
     return build_walker().model
 

@@ -1,4 +1,4 @@
-"""Throughput of ``jaxode.sweep`` on a 32 x 32 erp/cfm grid of a resting box.
+"""Throughput of ``jaxode.tools.sweep`` on a 32 x 32 erp/cfm grid of a resting box.
 
 Scene: one box 0.4 x 0.4 x 0.1 m (density 1000 kg/m^3) resting on a plane,
 gravity -9.81, QuickStep 20 iterations, dt 0.01 s. Grid: erp in
@@ -20,7 +20,7 @@ import jax
 import numpy as np
 
 import jaxode
-from jaxode import metrics as M
+from jaxode.tools import metrics as M
 
 
 def resting_box() -> jaxode.Model:

@@ -21,7 +21,7 @@ import math
 
 import numpy as np
 
-from jaxode import mass as mass_lib
+from jaxode.build import mass as mass_lib
 from tools.conformance.scenes import (Geom, Joint, Scene, Tolerance, World, body_of,
                                        build_jaxode)
 
@@ -99,7 +99,7 @@ def bin_scene(n: int = 64) -> Scene:
 
 
 def walker_model():
-    from jaxode.robots import build_walker
+    from jaxode.build.robots import build_walker
 
     return build_walker().model
 

@@ -28,7 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import jaxode
-from jaxode.math import quat_to_mat
+from jaxode.sim.math import quat_to_mat
 
 NAMES = ["floor", "robot", "box", "cylinder", "capsule", "ball"]
 RING = 72

@@ -29,7 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-import jaxode.envs as envs
+import jaxode.tools.envs as envs
 
 
 # ----------------------------------------------------------------- networks

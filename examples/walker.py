@@ -38,7 +38,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import jaxode
-from jaxode.robots.quadruped import Walker, build_walker
+from jaxode.build.robots.quadruped import Walker, build_walker
 
 
 @dataclasses.dataclass(frozen=True)

@@ -28,7 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import jaxode
-from jaxode.robots import quadruped as qd  # the robot: sizes, masses, joint ranges, bits
+from jaxode.build.robots import quadruped as qd  # the robot: sizes, masses, joint ranges, bits
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import walker as wk  # noqa: E402  (the flat-ground example: gait, controller, randomisation)

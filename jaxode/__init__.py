@@ -9,11 +9,11 @@ Build a scene with :class:`WorldBuilder`, then ``init``, ``step`` and
 from jaxode import xla  # noqa: E402,I001
 xla.configure()
 
-from jaxode import mass  # noqa: E402
+from jaxode.build import mass  # noqa: E402
 from jaxode.api import (add_force, add_force_at_pos, add_force_at_rel_pos, add_rel_force,
                         add_rel_force_at_pos, add_rel_force_at_rel_pos, add_rel_torque,
                         add_torque, init, rollout, step)
-from jaxode.builder import WorldBuilder
+from jaxode.build.builder import WorldBuilder
 from jaxode.joint_api import (add_hinge_torque, add_slider_force, hinge_angle, hinge_angle_rate,
                               joint_feedback, slider_position, slider_position_rate)
 from jaxode.joint_api import (add_hinge2_torques, add_universal_torques, hinge2_angle1,  # noqa: E402
@@ -25,13 +25,13 @@ from jaxode.joint_api import add_amotor_torques, amotor_angle, amotor_angle_rate
 from jaxode.joint_api import (add_piston_force, add_pr_torque, piston_angle,  # noqa: E402
                               piston_angle_rate, piston_position, piston_position_rate, pr_angle,
                               pr_angle_rate, pr_position, pr_position_rate)
-from jaxode.rays import raycast  # noqa: E402  (the module is jaxode.rays)
-from jaxode.surface import Surface, erp_cfm_from_kp_kd
-from jaxode.materials import MaterialTable, load_materials, set_pair as set_material_pair
-from jaxode import metrics  # noqa: E402
-from jaxode.sweep import SweepResult, sweep  # noqa: E402
-from jaxode.rendering import Camera, render, render_trajectory, save_gif  # noqa: E402
-from jaxode.rendering import grid as render_grid  # noqa: E402
+from jaxode.sim.rays import raycast  # noqa: E402  (the module is jaxode.sim.rays)
+from jaxode.build.surface import Surface, erp_cfm_from_kp_kd
+from jaxode.build.materials import MaterialTable, load_materials, set_pair as set_material_pair
+from jaxode.tools import metrics  # noqa: E402
+from jaxode.tools.sweep import SweepResult, sweep  # noqa: E402
+from jaxode.tools.rendering import Camera, render, render_trajectory, save_gif  # noqa: E402
+from jaxode.tools.rendering import grid as render_grid  # noqa: E402
 from jaxode.sharding import map_worlds, shard_worlds, world_mesh  # noqa: E402
 from jaxode.types import Contacts, Model, Params, State, Trajectory, batch
 from jaxode import params_spec  # noqa: E402
@@ -41,6 +41,17 @@ from jaxode.io import load, save  # noqa: E402
 from jaxode.io.xml_util import JaxodeFormatWarning  # noqa: E402
 from jaxode.io.sdf import load_sdf  # noqa: E402
 from jaxode.io.urdf import load_urdf  # noqa: E402
+
+# The user-facing modules keep their short public paths: ``jaxode.mass.box``,
+# ``import jaxode.envs``, ``from jaxode.robots import build_walker`` (the package
+# is laid out as sim/ build/ io/ tools/, see docs/ARCHITECTURE.md).
+from jaxode.build import hull, meshes, robots  # noqa: E402
+from jaxode.tools import envs, plot  # noqa: E402
+import sys as _sys  # noqa: E402
+for _name, _module in {"mass": mass, "hull": hull, "meshes": meshes, "robots": robots,
+                       "envs": envs, "plot": plot, "metrics": metrics}.items():
+    _sys.modules.setdefault(f"jaxode.{_name}", _module)
+del _sys, _name, _module
 
 __version__ = "0.1.0"
 __all__ = [

@@ -8,9 +8,9 @@ import jax
 import jax.numpy as jnp
 from jax.custom_batching import custom_vmap
 
-from jaxode import math as jm
+from jaxode.sim import math as jm
 from jaxode import params_spec
-from jaxode.pipeline import guarded_step
+from jaxode.sim.pipeline import guarded_step
 from jaxode.types import Contacts, Model, Params, State, Trajectory
 
 

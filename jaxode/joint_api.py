@@ -8,8 +8,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from jaxode import joints as jt
-from jaxode import math as jm
+from jaxode.sim import joints as jt
+from jaxode.sim import math as jm
 from jaxode.types import Model, State
 
 

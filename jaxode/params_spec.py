@@ -18,7 +18,7 @@ positional construction depend on it; new fields go at the end). One
   ``None`` instead;
 * ``combine``: how the values of two geoms' surfaces make the contact's
   value (Gazebo's ODE plugin, ``ODEPhysics::Collide``; see
-  :mod:`jaxode.surface`);
+  :mod:`jaxode.build.surface`);
 * ``switch``: how the feature is switched on: ``"always"`` (the field is
   always present), ``"joints"`` (present when the model has joints),
   ``"materials"`` (present when the scene names materials),
@@ -33,7 +33,7 @@ positional construction depend on it; new fields go at the end). One
 
 From this table come: ``Params``' fields and docstring (:func:`params_doc`,
 :func:`params_fields`), the builder's and ``Surface.validate``'s range checks
-(:func:`check_value`), :func:`jaxode.sweep`'s validation, and
+(:func:`check_value`), :func:`jaxode.tools.sweep`'s validation, and
 :func:`check_params` (used by ``step``, ``rollout`` and the envs): wrong
 shapes and dtypes raise at trace time; concrete out-of-range values raise at
 call time; out-of-range values only known inside ``jit``/``vmap`` flag the

@@ -14,7 +14,7 @@ its own worlds, its outputs sharded the same way::
     final = run(states, params)
 
 A plain ``jax.jit(jax.vmap(f))`` of sharded inputs also runs SPMD and gives the
-same results, but the batch-wide decisions of :mod:`jaxode.batch_rules` (skip a
+same results, but the batch-wide decisions of :mod:`jaxode.sim.batch_rules` (skip a
 pair kind no world needs, share contact slots) become all-reduces between the
 devices, and on 2 CPU devices of a 2-core machine back-to-back calls of such a
 step were seen to deadlock in them (jax 0.9.2 and 0.10.2; not seen with 0.12;

@@ -54,11 +54,11 @@ class PairGroup:
     max_contacts_2); ``friction`` (npair,) the pair's friction model id.
     Mesh groups (type2 a triangle mesh) gather ``candidates`` triangles per
     pair from a block of ``mesh_window`` (3 ints) grid cells
-    (``jaxode.collision.trimesh.gather``), of which ``candidate_cap``
+    (``jaxode.sim.collision.trimesh.gather``), of which ``candidate_cap``
     (npair,) int per pair (its mesh's ``max_candidates``); 0, () and None
     otherwise. The mesh-mesh group also gathers geom 1's own triangles:
     ``candidates1``, ``mesh_window1`` and ``candidate_cap1`` likewise
-    (``jaxode.collision.trimesh_trimesh``).
+    (``jaxode.sim.collision.trimesh_trimesh``).
     """
 
     geom1: jax.Array
@@ -99,11 +99,11 @@ class Model:
       geom_material (ngeom,) index into material_names (-1: none).
     Heightfields: hfield_heights (nhfield, NX, NY) [m] grids padded to the
       largest, hfield_dims (nhfield, 2) int their (nx, ny); None without any.
-    Convex hulls: convex_hulls, a :class:`jaxode.collision.types.Hull` whose
+    Convex hulls: convex_hulls, a :class:`jaxode.sim.collision.contact.Hull` whose
       tables carry a leading hull axis (nhull, ...), padded to the largest
       hull, geom frame; convex_geom (nhull,) int the geom of each hull (a
       convex geom's ``geom_dataid`` is its hull's index); None without any.
-    Triangle meshes: trimeshes, a :class:`jaxode.collision.types.Mesh` with
+    Triangle meshes: trimeshes, a :class:`jaxode.sim.collision.contact.Mesh` with
       a leading mesh axis (nmesh, ...), padded to the largest, geom frame;
       trimesh_geom (nmesh,) int the geom of each mesh (a mesh geom's
       ``geom_dataid`` is its index); None without any.

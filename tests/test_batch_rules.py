@@ -1,6 +1,6 @@
 """A batch of worlds steps each world exactly as it would step alone.
 
-``jaxode.batch_rules`` lets a vmapped batch share contact-slot indices (the
+``jaxode.sim.batch_rules`` lets a vmapped batch share contact-slot indices (the
 union of the worlds' contacts, when it fits the capacity) and skip a pair kind
 with no overlapping pair in any world. Neither may change a world's result.
 Truth: the same world stepped alone (unbatched jit), in float64 so that XLA's

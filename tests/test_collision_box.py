@@ -6,8 +6,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxode.collision.box import BOX_BOX_NCON, BOX_PLANE_NCON, box_box, box_plane
-from jaxode.collision.types import GeomWorld
+from jaxode.sim.collision.box import BOX_BOX_NCON, BOX_PLANE_NCON, box_box, box_plane
+from jaxode.sim.collision.contact import GeomWorld
 
 
 @pytest.fixture(autouse=True)

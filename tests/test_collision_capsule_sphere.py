@@ -4,9 +4,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxode.collision import capsule as cap
-from jaxode.collision import sphere as sph
-from jaxode.collision.types import GeomWorld
+from jaxode.sim.collision import capsule as cap
+from jaxode.sim.collision import sphere as sph
+from jaxode.sim.collision.contact import GeomWorld
 
 FUNCS = {
     "sphere_plane": (sph.sphere_plane, sph.SPHERE_PLANE_NCON),

@@ -19,8 +19,8 @@ from scipy.optimize import minimize
 from scipy.spatial.transform import Rotation
 
 import jaxode
-from jaxode.collision import cylinder as cy
-from jaxode.collision.types import GeomWorld
+from jaxode.sim.collision import cylinder as cy
+from jaxode.sim.collision.contact import GeomWorld
 from tools.conformance import odelib
 
 from fast_compile import OPTIONS as _OPTS  # noqa: E402
@@ -439,7 +439,7 @@ def test_cylinder_cylinder_and_capsule_against_libode_with_libccd(kind2):
 def test_cylinder_aabb_is_tight_and_bad_sizes_raise():
     """The broadphase box of a tilted cylinder bounds densely sampled rim points
     and touches them (tight to 1e-3 of the size); non-positive sizes raise."""
-    from jaxode import kinematics
+    from jaxode.sim import kinematics
     b = jaxode.WorldBuilder()
     body = b.add_body()
     rots = Rotation.random(6, random_state=4)

@@ -28,10 +28,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from jaxode import hull as hull_lib
-from jaxode import math as jm
-from jaxode.collision import box, capsule, convex, cylinder, sphere
-from jaxode.collision.types import GeomWorld, Hull
+from jaxode.build import hull as hull_lib
+from jaxode.sim import math as jm
+from jaxode.sim.collision import box, capsule, convex, cylinder, sphere
+from jaxode.sim.collision.contact import GeomWorld, Hull
 
 EPS = 1e-7
 SETTINGS = settings(max_examples=40, deadline=None, derandomize=True,

@@ -41,13 +41,13 @@ from hypothesis import strategies as st
 
 from test_collision_properties import _deepest
 
-from jaxode import hull as hull_lib
-from jaxode import math as jm
-from jaxode import trimesh as mesh_lib
-from jaxode.collision import box, capsule, convex, cylinder, sphere
-from jaxode.collision import heightfield as hfc
-from jaxode.collision import trimesh as tm
-from jaxode.collision.types import GeomWorld, Hull, Mesh
+from jaxode.build import hull as hull_lib
+from jaxode.sim import math as jm
+from jaxode.build import meshes as mesh_lib
+from jaxode.sim.collision import box, capsule, convex, cylinder, sphere
+from jaxode.sim.collision import heightfield as hfc
+from jaxode.sim.collision import trimesh as tm
+from jaxode.sim.collision.contact import GeomWorld, Hull, Mesh
 
 EPS = 1e-7
 SETTINGS = settings(max_examples=30, deadline=None, derandomize=True,

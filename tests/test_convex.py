@@ -28,14 +28,14 @@ from scipy.spatial import ConvexHull
 from scipy.spatial.transform import Rotation
 
 import jaxode
-from jaxode import hull as hull_lib
-from jaxode import kinematics
-from jaxode.collision import box as bx
-from jaxode.collision import capsule as cp
-from jaxode.collision import convex as cv
-from jaxode.collision import heightfield as hfc
-from jaxode.collision import sphere as sp
-from jaxode.collision.types import GeomWorld, Hull
+from jaxode.build import hull as hull_lib
+from jaxode.sim import kinematics
+from jaxode.sim.collision import box as bx
+from jaxode.sim.collision import capsule as cp
+from jaxode.sim.collision import convex as cv
+from jaxode.sim.collision import heightfield as hfc
+from jaxode.sim.collision import sphere as sp
+from jaxode.sim.collision.contact import GeomWorld, Hull
 
 from fast_compile import OPTIONS as _OPTS  # noqa: E402
 N = 48  # sampled configurations per pair kind

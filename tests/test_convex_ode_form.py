@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import jaxode
-from jaxode import hull as hull_lib
+from jaxode.build import hull as hull_lib
 
 S = 0.25  # half size of the cube [m]
 CUBE_PLANES = [[1, 0, 0, S], [0, 1, 0, S], [0, 0, 1, S],

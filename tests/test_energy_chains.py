@@ -132,7 +132,7 @@ def test_fuzz_slice_no_world_exceeds_budget():
 def test_shuffles_are_odes_generator():
     """jaxode.reorder reproduces ODE's dRand/dRandInt (misc.cpp): dTestRand's
     reference values and libode's own dRandInt draws."""
-    from jaxode.solver import reorder
+    from jaxode.sim.solver import reorder
 
     rng = reorder.OdeRandom(0)
     assert [rng.rand() for _ in range(5)] == [0x3c6ef35f, 0x47502932, 0xd1ccf6e9,

@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-import jaxode.envs as envs
+import jaxode.tools.envs as envs
 
 THETA_LIMIT = 12 * 2 * math.pi / 360
 

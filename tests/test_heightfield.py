@@ -14,8 +14,8 @@ import pytest
 from scipy.spatial.transform import Rotation
 
 import jaxode
-from jaxode.collision import heightfield as hfc
-from jaxode.collision.types import GeomWorld
+from jaxode.sim.collision import heightfield as hfc
+from jaxode.sim.collision.contact import GeomWorld
 
 from fast_compile import OPTIONS as _OPTS  # noqa: E402
 N = 32

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from jaxode import mass as M
+from jaxode.build import mass as M
 
 RNG = np.random.default_rng(1234)
 

@@ -4,7 +4,7 @@ On this 2-core machine, ``jax.jit(jax.vmap(step))`` of a contact scene over
 worlds sharded on two XLA CPU devices, called back to back (300 calls), stops
 in an all-reduce rendezvous that one device never joins (XLA aborts after 40 s)
 with jax 0.9.2 and 0.10.2; not with 0.12.0.1. The all-reduces are the
-batch-wide decisions of ``jaxode.batch_rules``. ``jaxode.map_worlds`` (a
+batch-wide decisions of ``jaxode.sim.batch_rules``. ``jaxode.map_worlds`` (a
 ``shard_map`` of the vmap) makes them per device and has no collective at all;
 this runs it on that workload (chained steps, and rollouts of a contact scene
 and a hinge chain) in a subprocess with a timeout and a faulthandler stack

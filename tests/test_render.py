@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import jaxode
-from jaxode import rendering
+from jaxode.tools import rendering
 
 W, H = 96, 72
 

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import jaxode
-from jaxode.pipeline import guarded_step
+from jaxode.sim.pipeline import guarded_step
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "sdf")
 MODELS = os.path.join(DATA, "models")
@@ -329,7 +329,7 @@ def test_sdf_joint_mapping():
     assert (b.dt, b.friction_model) == (0.004, "cone")
     np.testing.assert_allclose(b.gravity, [0, 0, -1])  # SDF 1.4 physics-level gravity
     J = {k: b.joints[v] for k, v in b.sdf_info["joints"].items()}
-    from jaxode import joints as jt
+    from jaxode.sim import joints as jt
     types = {k: jt.JOINT_TYPE_NAMES[j["type"]] for k, j in J.items()}
     assert types == {"r::j0": "hinge", "r::j1": "slider", "r::j2": "universal",
                      "r::j3": "hinge2", "r::j4": "ball", "r::j5": "fixed"}

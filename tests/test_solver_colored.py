@@ -23,9 +23,9 @@ import pytest
 import math
 
 import jaxode
-from jaxode import solver
-from jaxode import solver as solver_colored
-from jaxode.constraint import Rows
+from jaxode.sim import solver
+from jaxode.sim import solver as solver_colored
+from jaxode.sim.constraint import Rows
 from truths import slide_recursion
 
 # Compile quickly (same semantics): compile time dominates the scene tests.
@@ -269,7 +269,7 @@ def test_hinge_chain_holds_its_joints():
     model = b.build()
     _, traj = jax.jit(lambda s: jaxode.rollout(model, s, 100, 0.01), compiler_options=_FAST)(
         jaxode.init(model))
-    rot = np.asarray(jax.vmap(jax.vmap(jaxode.math.quat_to_mat))(traj.quat))
+    rot = np.asarray(jax.vmap(jax.vmap(jaxode.sim.math.quat_to_mat))(traj.quat))
     axis = rot[..., :, 2]                       # link axis, pointing up the link
     pos = np.asarray(traj.pos)
     top = pos + 0.5 * length * axis

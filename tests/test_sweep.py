@@ -28,7 +28,7 @@ import numpy as np
 import pytest
 
 import jaxode
-from jaxode import metrics as M
+from jaxode.tools import metrics as M
 
 H, N, G, V0 = 0.01, 200, 9.81, 2.0
 CHUNK = 8
@@ -259,7 +259,7 @@ def test_chunked_and_unchunked_identical_one_compile(scene, rest_res):
 
 # -------------------------------------------------------------------- plumbing
 def test_batch_size_from_memory_budget(scene):
-    from jaxode.sweep import _batch_size, _bucket
+    from jaxode.tools.sweep import _batch_size, _bucket
     model, state = scene
     assert [_bucket(n) for n in (1, 2, 3, 5, 7, 9, 13, 100, 1024, 1025)] == \
         [1, 2, 3, 6, 8, 12, 16, 128, 1024, 1536]
@@ -316,7 +316,7 @@ def test_optional_dependencies_missing(rest_res, monkeypatch):
         res.to_pandas()
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)
-    from jaxode import plot
+    from jaxode.tools import plot
     with pytest.raises(ImportError, match=r"jaxode\[plot\]"):
         plot.heatmap(res, "erp", "cfm", "rest")
 
@@ -326,7 +326,7 @@ def test_plots(rest_res):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from jaxode import plot
+    from jaxode.tools import plot
     res, _ = rest_res
     ax = plot.heatmap(res, "erp", "cfm", "rest")
     mesh = ax.collections[0]

@@ -26,12 +26,12 @@ from scipy.spatial.transform import Rotation
 from truths import box_mesh, grid_mesh
 
 import jaxode
-from jaxode import kinematics
-from jaxode import trimesh as mesh_lib
-from jaxode.collision import convex as cv
-from jaxode.collision import trimesh as tm
-from jaxode.collision import types as ct
-from jaxode.collision.types import GeomWorld, Mesh
+from jaxode.sim import kinematics
+from jaxode.build import meshes as mesh_lib
+from jaxode.sim.collision import convex as cv
+from jaxode.sim.collision import trimesh as tm
+from jaxode.sim.collision import contact as ct
+from jaxode.sim.collision.contact import GeomWorld, Mesh
 
 from fast_compile import OPTIONS as _OPTS  # noqa: E402
 N = 40
@@ -425,8 +425,8 @@ def test_aabb_of_mesh_is_finite(resting):
 def test_convex_and_cylinder_trimesh_run_and_a_box_hull_is_the_box(x64):
     """convex-trimesh with a box's corner hull gives box-trimesh's contacts
     (whose SAT depth is checked against scipy above); cylinder-trimesh is finite."""
-    from jaxode import hull as hull_lib
-    from jaxode.collision.types import Hull
+    from jaxode.build import hull as hull_lib
+    from jaxode.sim.collision.contact import Hull
 
     n = 20
     vs, ns = random_triangles(n)
@@ -453,8 +453,8 @@ def test_closed_box_mesh_beside_an_edge_is_the_box(x64):
     signed distance / SAT). Before: the ball took the adjacent face's normal
     with depth r - s > r, the box hull fell back to the triangle normal when
     an edge axis on a flat diagonal was refused (found by hypothesis)."""
-    from jaxode import hull as hull_lib
-    from jaxode.collision.types import Hull
+    from jaxode.build import hull as hull_lib
+    from jaxode.sim.collision.contact import Hull
 
     size = np.array([0.8, 0.6, 0.5])
     v, t = box_mesh(size)

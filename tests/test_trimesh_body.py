@@ -26,11 +26,11 @@ from scipy.spatial.transform import Rotation
 from truths import box_mesh, slide_recursion
 
 import jaxode
-from jaxode import kinematics
-from jaxode import trimesh as mesh_lib
-from jaxode.collision import trimesh as tm
-from jaxode.collision import trimesh_ground as tg
-from jaxode.collision.types import GeomWorld, Mesh
+from jaxode.sim import kinematics
+from jaxode.build import meshes as mesh_lib
+from jaxode.sim.collision import trimesh as tm
+from jaxode.sim.collision import trimesh_ground as tg
+from jaxode.sim.collision.contact import GeomWorld, Mesh
 
 from fast_compile import OPTIONS as _OPTS  # noqa: E402
 SIZE = np.array([0.5, 0.4, 0.3])

@@ -1,6 +1,6 @@
 """Hulls against a closed convex triangle mesh are hulls against the solid it
-bounds (the mesh's normal cones, ``jaxode.trimesh`` and
-``jaxode.collision.trimesh``).
+bounds (the mesh's normal cones, ``jaxode.meshes`` and
+``jaxode.sim.collision.trimesh``).
 
 Independent truths (numpy / scipy, float64):
 - the cone tables of a box mesh are the box's: three face normals at every
@@ -33,11 +33,11 @@ import pytest
 from scipy.spatial import ConvexHull
 from scipy.spatial.transform import Rotation
 
-from jaxode import hull as hull_lib
-from jaxode import trimesh as mesh_lib
-from jaxode.collision import trimesh as tm
-from jaxode.collision.convex import place
-from jaxode.collision.types import GeomWorld, Hull, Mesh
+from jaxode.build import hull as hull_lib
+from jaxode.build import meshes as mesh_lib
+from jaxode.sim.collision import trimesh as tm
+from jaxode.sim.collision.convex import place
+from jaxode.sim.collision.contact import GeomWorld, Hull, Mesh
 from truths import box_points, grid_mesh, oriented_hull
 
 POSES = 160

@@ -1,4 +1,4 @@
-"""Triangle mesh against triangle mesh (jaxode.collision.trimesh_trimesh).
+"""Triangle mesh against triangle mesh (jaxode.sim.collision.trimesh_trimesh).
 
 Independent truths:
 - a closed 12-triangle box mesh is a box: a box mesh A whose lowest corner
@@ -25,10 +25,10 @@ from scipy.spatial.transform import Rotation
 from truths import box_mesh, grid_mesh, slide_recursion
 
 import jaxode
-from jaxode import kinematics, narrowphase
-from jaxode.collision import box as box_pairs
-from jaxode.collision import types as ct
-from jaxode.collision.types import GeomWorld
+from jaxode.sim import kinematics, narrowphase
+from jaxode.sim.collision import box as box_pairs
+from jaxode.sim.collision import contact as ct
+from jaxode.sim.collision.contact import GeomWorld
 
 SIZE_A = np.array([0.5, 0.4, 0.3])  # [m] the mesh that pokes in
 SIZE_B = np.array([1.2, 1.0, 0.2])  # [m] the mesh poked into

@@ -75,7 +75,7 @@ def test_params_fields_come_from_one_declaration():
 
 
 def test_surface_parameter_added_in_the_declaration_becomes_a_surface_field():
-    from jaxode.surface import extend_surface
+    from jaxode.build.surface import extend_surface
     spec = params_spec.ParamSpec("stickiness", "geom", "test parameter", lo=0.0,
                                  default=-1.0, unset="negative: off", combine="min",
                                  switch="none")
@@ -320,7 +320,7 @@ def test_hinge_at_reference_pose_reads_exact_zero_and_pinned_stop_gives_zero_tor
 
 # --------------------------------------------------------------------- envs
 def test_cartpole_rejects_bad_actions():
-    from jaxode.envs import CartPole
+    from jaxode.tools.envs import CartPole
     env = CartPole()
     st = env.reset(jax.random.PRNGKey(0))
     for a, err, txt in ((5, ValueError, "5"), (0.7, ValueError, "0.7"), (-1, ValueError, "-1"),

@@ -37,7 +37,7 @@ def _f(x) -> float:
 
 def body_mass(b: dict):
     """The body's jaxode ``Mass`` (uniform density, total = b["mass"])."""
-    from jaxode import mass as mass_lib
+    from jaxode.build import mass as mass_lib
 
     d, m = b["dims"], float(b["mass"])
     if b["shape"] == "box":

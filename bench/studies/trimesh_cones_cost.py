@@ -27,9 +27,9 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 from scipy.spatial.transform import Rotation  # noqa: E402
 
-from jaxode import trimesh as mesh_lib  # noqa: E402
-from jaxode.collision import trimesh as tm  # noqa: E402
-from jaxode.collision.types import GeomWorld, Mesh  # noqa: E402
+from jaxode.build import meshes as mesh_lib  # noqa: E402
+from jaxode.sim.collision import trimesh as tm  # noqa: E402
+from jaxode.sim.collision.contact import GeomWorld, Mesh  # noqa: E402
 
 # the closed-form shapes the tests use (tests/truths.py, next to this tree's bench/)
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))

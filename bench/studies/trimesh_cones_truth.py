@@ -32,11 +32,11 @@ import numpy as np  # noqa: E402
 from scipy.spatial import ConvexHull  # noqa: E402
 from scipy.spatial.transform import Rotation  # noqa: E402
 
-from jaxode import hull as hull_lib  # noqa: E402
-from jaxode import trimesh as mesh_lib  # noqa: E402
-from jaxode.collision import convex  # noqa: E402
-from jaxode.collision import trimesh as tm  # noqa: E402
-from jaxode.collision.types import GeomWorld, Hull, Mesh  # noqa: E402
+from jaxode.build import hull as hull_lib  # noqa: E402
+from jaxode.build import meshes as mesh_lib  # noqa: E402
+from jaxode.sim.collision import convex  # noqa: E402
+from jaxode.sim.collision import trimesh as tm  # noqa: E402
+from jaxode.sim.collision.contact import GeomWorld, Hull, Mesh  # noqa: E402
 
 # the closed-form shapes the tests use (tests/truths.py, next to this tree's bench/)
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))

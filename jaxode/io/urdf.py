@@ -49,9 +49,9 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from jaxode import mass as mass_lib
-from jaxode.builder import WorldBuilder
-from jaxode.surface import Surface
+from jaxode.build import mass as mass_lib
+from jaxode.build.builder import WorldBuilder
+from jaxode.build.surface import Surface
 from jaxode.io.xml_util import Node, Reporter, inv, mat_to_quat, parse, transform
 
 NO_PHYSICS = {"visual", "material"}

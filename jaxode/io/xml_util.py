@@ -198,5 +198,5 @@ def inv(t: np.ndarray) -> np.ndarray:
 
 def mat_to_quat(r: np.ndarray) -> np.ndarray:
     """Rotation matrix to unit quaternion (w, x, y, z), w >= 0."""
-    from jaxode.builder import _mat_to_quat
+    from jaxode.build.builder import _mat_to_quat
     return _mat_to_quat(np.asarray(r, dtype=np.float64))

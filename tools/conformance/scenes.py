@@ -32,7 +32,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from jaxode import mass as mass_lib
+from jaxode.build import mass as mass_lib
 
 G = 9.81
 

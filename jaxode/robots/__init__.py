@@ -1,4 +1,0 @@
-"""Ready-made robots built with WorldBuilder."""
-from jaxode.robots.quadruped import Walker, build_walker
-
-__all__ = ["Walker", "build_walker"]

@@ -1,0 +1,126 @@
+"""Batch-aware building blocks: what a batch of worlds can share, it shares.
+
+Under ``jax.vmap`` every world runs the same static-shape program, so work is
+sized by capacities, not by what happens. Two rules here let a batch of
+similar worlds (the RL and parameter-sweep case) skip that work without
+changing any world's result:
+
+- :func:`compact` keeps the first ``capacity`` True entries of a mask. Alone,
+  each world gets its own indices. Under vmap, if the union of the worlds'
+  entries fits the capacity, all worlds get the same indices (the union, in
+  order): each world's entries keep their relative order, interleaved with
+  entries that are False in that world (marked invalid). Downstream, shared
+  indices mean shared body indices, which the solver's fast path needs
+  (:mod:`jaxode.sim.solver`). If the union does not fit, every world falls back to
+  its own indices, exactly as unbatched.
+- :func:`unless_none` runs a function only if its mask has a True entry in
+  some world of the batch, and returns zeros otherwise: a pair kind with no
+  overlapping pair anywhere in the batch costs nothing.
+
+Both are ``custom_vmap`` rules whose decisions depend on the whole batch, but
+whose per-world results do not (invalid entries carry no force). Derivatives
+pass through the plain (unbatched) versions.
+"""
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+from jax.custom_batching import custom_vmap
+
+
+def _own(mask: jax.Array, capacity: int) -> tuple[jax.Array, jax.Array]:
+    """Indices of the first ``capacity`` True entries of one mask and their validity."""
+    count = jnp.sum(mask, dtype=jnp.int32)
+    (idx,) = jnp.nonzero(mask, size=capacity, fill_value=0)
+    return idx.astype(jnp.int32), jnp.arange(capacity) < count
+
+
+@functools.lru_cache(maxsize=None)
+def _compact_fn(capacity: int):
+    run = custom_vmap(lambda mask: _own(mask, capacity))
+
+    @run.def_vmap
+    def rule(axis_size, in_batched, mask):
+        if not in_batched[0]:
+            idx, valid = _own(mask, capacity)
+            return (jnp.broadcast_to(idx, (axis_size, capacity)),
+                    jnp.broadcast_to(valid, (axis_size, capacity))), (True, True)
+        if axis_size == 1:
+            # one world: the union is its own mask (no second branch to compile)
+            idx, valid = _own(mask[0], capacity)
+            return (idx[None], valid[None]), (True, True)
+        union = jnp.any(mask, axis=0)
+
+        def shared(_):
+            idx, in_union = _own(union, capacity)
+            valid = jnp.take(mask, idx, axis=1) & in_union[None, :]
+            return jnp.broadcast_to(idx, (axis_size, capacity)), valid
+
+        def own(_):
+            return jax.vmap(lambda m: _own(m, capacity))(mask)
+
+        fits = jnp.sum(union, dtype=jnp.int32) <= capacity
+        return jax.lax.cond(fits, shared, own, None), (True, True)
+
+    return run
+
+
+def compact(mask: jax.Array, capacity: int) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """The first ``capacity`` True entries of ``mask`` (n,): (indices (capacity,) int32,
+    validity (capacity,) bool, overflow = entries that did not fit, int32).
+
+    With ``capacity >= n`` nothing is dropped and the indices are ``arange(n)``.
+    Under vmap the indices may be shared by the batch (module docstring); the
+    valid entries, their order and the overflow are each world's own.
+    """
+    n = mask.shape[0]
+    count = jnp.sum(mask, dtype=jnp.int32)
+    if capacity >= n:
+        return jnp.arange(n, dtype=jnp.int32), mask, jnp.zeros((), jnp.int32)
+    idx, valid = _compact_fn(capacity)(jax.lax.stop_gradient(mask))
+    return idx, valid, jnp.maximum(count - capacity, 0).astype(jnp.int32)
+
+
+def unless_none(mask: jax.Array, fn, *args):
+    """``fn(*args)`` if any entry of ``mask`` is True (in any world of a batch), else
+    zeros of the same structure (a pytree of arrays). ``fn`` must give zeros'
+    worth of meaning where the mask is False (callers mark such slots invalid)."""
+    out_shape = jax.eval_shape(fn, *args)
+
+    def zeros(*_):
+        return jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), out_shape)
+
+    leaves, tree = jax.tree.flatten(args)
+
+    def call(m, *flat):
+        a = jax.tree.unflatten(tree, flat)
+        return jax.lax.cond(jnp.any(m), lambda: fn(*a), zeros)
+
+    run = custom_vmap(call)
+
+    @run.def_vmap
+    def rule(axis_size, in_batched, m, *flat):
+        def full(_):
+            axes = [0 if b else None for b in in_batched[1:]]
+            a = jax.vmap(lambda *f: fn(*jax.tree.unflatten(tree, f)), in_axes=axes)(*flat)
+            return a
+
+        def none(_):
+            return jax.tree.map(lambda s: jnp.zeros((axis_size,) + s.shape, s.dtype), out_shape)
+
+        out = jax.lax.cond(jnp.any(m), full, none, None)
+        return out, jax.tree.map(lambda _: True, out)
+
+    @jax.custom_jvp
+    def guarded(m, *flat):
+        return run(m, *flat)
+
+    @guarded.defjvp
+    def guarded_jvp(primals, tangents):
+        m, *flat = primals
+        _, *tflat = tangents
+        return jax.jvp(lambda *f: fn(*jax.tree.unflatten(tree, f)), tuple(flat), tuple(tflat))
+
+    return guarded(mask, *leaves)

@@ -1,0 +1,209 @@
+"""Box-plane and box-box narrowphase (ODE's dCollideBoxPlane / dBoxBox).
+
+Pure, unbatched functions of one geom pair; they jit, vmap and differentiate
+(no Python control flow on traced values, safe norms and divisions, fixed-size
+arrays with validity masks). Conventions are those of ``types.py``: normal from
+geom 2 into geom 1, depth > 0 penetration, invalid slots hold zeros.
+
+Deviations from ODE (all deliberate, for fixed shapes / smooth batching):
+- box_plane keeps the (up to) 4 deepest corners below the plane, deepest
+  first, instead of ODE's early-out ordering of the 8 corners.
+- box_box: the edge-axis bias is applied as "best edge pen * 1.05 < best face
+  pen" (ODE applies fudge_factor sequentially over the 15 axes) and the
+  +1e-5 ``fudge2`` is added to |R_ij| for the edge axes only and only for the
+  axis choice; the separation test and the reported edge depth are unfudged
+  (ODE also tests separation with the fudged values, which can report a
+  contact across a gap of ~1e-5 * box size).
+- Face case: contact points are the clipped incident-face points (as ODE),
+  depth is their distance below the reference face; the reduction to 4
+  points is greedy farthest-point (deepest first) rather than cullPoints.
+- Contacts are kept when depth >= 0 (touching counts), as ODE's clipper.
+"""
+from __future__ import annotations
+
+import numpy as np
+import jax
+import jax.numpy as jnp
+
+from .contact import Contact, GeomWorld
+
+BOX_PLANE_NCON = 4
+BOX_BOX_NCON = 4
+
+_CORNER_SIGNS = np.array(
+    [[sx, sy, sz] for sx in (-1.0, 1.0) for sy in (-1.0, 1.0) for sz in (-1.0, 1.0)]
+)
+_FACE_SIGNS = np.array([[1.0, 1.0], [-1.0, 1.0], [-1.0, -1.0], [1.0, -1.0]])
+_BIG = 1e30
+_EDGE_REL = 1.05  # ODE fudge_factor: edge axes must be 5% better than faces
+_EDGE_ABS = 1e-5  # ODE fudge2 added to |R_ij| for the edge axes
+_DUP_TOL2 = 1e-14  # squared distance under which two contact points coincide
+
+
+def _sgn(x):
+    """Sign with sgn(0) = +1 (zero gradient everywhere)."""
+    return jnp.where(x >= 0, 1.0, -1.0).astype(x.dtype)
+
+
+def _finish(pos, normal, depth, valid) -> Contact:
+    z = jnp.zeros_like
+    return Contact(
+        pos=jnp.where(valid[:, None], pos, z(pos)),
+        normal=jnp.where(valid[:, None], normal, z(normal)),
+        depth=jnp.where(valid, depth, z(depth)),
+        valid=valid,
+    )
+
+
+# ----------------------------------------------------------------- box-plane
+def box_plane(g1: GeomWorld, g2: GeomWorld) -> Contact:
+    """Box (g1) against plane (g2): deepest (<= 4) box corners below the plane."""
+    dt = g1.pos.dtype
+    n = g2.rot[:, 2]
+    half = 0.5 * g1.size
+    corners = g1.pos + (jnp.asarray(_CORNER_SIGNS, dt) * half) @ g1.rot.T  # (8,3)
+    depth_all = jnp.dot(g2.pos, n) - corners @ n
+    depth, idx = jax.lax.top_k(depth_all, BOX_PLANE_NCON)
+    valid = depth >= 0
+    normal = jnp.broadcast_to(n, (BOX_PLANE_NCON, 3))
+    return _finish(corners[idx], normal, depth, valid)
+
+
+# ------------------------------------------------------------------- box-box
+def _safe_normalize(v, eps=1e-12):
+    n2 = jnp.sum(v * v, axis=-1, keepdims=True)
+    ok = n2 > eps
+    inv = 1.0 / jnp.sqrt(jnp.where(ok, n2, 1.0))
+    return jnp.where(ok, v * inv, 0.0), ok[..., 0]
+
+
+def _clip(pts, cnt, axis, s, e):
+    """One Sutherland-Hodgman step: keep s*pts[:, axis] <= e.
+
+    pts: (N,3) polygon with its ``cnt`` vertices compacted at the front in
+    cyclic order. Returns the clipped polygon in the same format (a convex
+    quad clipped 4 times never exceeds 8 vertices, so N = 8 suffices).
+    """
+    N = pts.shape[0]
+    idx = jnp.arange(N)
+    valid = idx < cnt
+    nxt = jnp.where(idx + 1 < cnt, idx + 1, 0)
+    q = pts[nxt]
+    f = s * pts[:, axis] - e
+    fq = f[nxt]
+    inside = valid & (f <= 0)
+    cross = valid & (((f < 0) & (fq > 0)) | ((f > 0) & (fq < 0)))
+    den = jnp.where(cross, f - fq, 1.0)
+    t = jnp.where(cross, f / den, 0.0)
+    ip = pts + t[:, None] * (q - pts)
+    cand = jnp.stack([pts, ip], axis=1).reshape(2 * N, 3)
+    m = jnp.stack([inside, cross], axis=1).reshape(2 * N)
+    tgt = jnp.where(m, jnp.cumsum(m) - 1, N)
+    out = jnp.zeros_like(pts).at[tgt].set(cand, mode="drop")
+    return out, jnp.minimum(jnp.sum(m), N)
+
+
+def _reduce(pos, depth, valid, k):
+    """Pick k of the candidate points: deepest first, then greedily the point
+    farthest from those already chosen. Returns indices ordered deepest-first
+    and their validity."""
+    N = pos.shape[0]
+    key = jnp.where(valid, depth, -_BIG)
+    first = jnp.argmax(key)
+    chosen = jnp.zeros((N,), bool).at[first].set(True)
+    mind = jnp.sum((pos - pos[first]) ** 2, axis=-1)
+    sel, sel_ok = [first], [valid[first]]
+    for _ in range(k - 1):
+        cand = valid & ~chosen & (mind > _DUP_TOL2)
+        score = jnp.where(cand, mind, -1.0)
+        j = jnp.argmax(score)
+        sel.append(j)
+        sel_ok.append(cand[j])
+        chosen = chosen.at[j].set(True)
+        mind = jnp.minimum(mind, jnp.sum((pos - pos[j]) ** 2, axis=-1))
+    sel = jnp.stack(sel)
+    ok = jnp.stack(sel_ok)
+    _, order = jax.lax.top_k(jnp.where(ok, depth[sel], -_BIG), k)
+    return sel[order], ok[order]
+
+
+def box_box(g1: GeomWorld, g2: GeomWorld) -> Contact:
+    """Box (g1) against box (g2), ODE dBoxBox: 15-axis SAT, face clipping or
+    a single edge-edge contact; at most 4 contacts, deepest first."""
+    dt = g1.pos.dtype
+    K = BOX_BOX_NCON
+    p1, p2, R1, R2 = g1.pos, g2.pos, g1.rot, g2.rot
+    h1, h2 = 0.5 * g1.size, 0.5 * g2.size
+    d = p1 - p2  # box2 -> box1
+
+    # --- separating axis test -------------------------------------------
+    af = jnp.concatenate([R1.T, R2.T], axis=0)  # (6,3) face axes (rows)
+    pf = jnp.abs(af @ R1) @ h1 + jnp.abs(af @ R2) @ h2 - jnp.abs(af @ d)
+    cr = jnp.cross(R1.T[:, None, :], R2.T[None, :, :]).reshape(9, 3)
+    ue, eok = _safe_normalize(cr)
+    ad = jnp.abs(ue @ d)
+    pe = jnp.abs(ue @ R1) @ h1 + jnp.abs(ue @ R2) @ h2 - ad
+    pe_f = (jnp.abs(ue @ R1) + _EDGE_ABS) @ h1 + (jnp.abs(ue @ R2) + _EDGE_ABS) @ h2 - ad
+    pe_f = jnp.where(eok, pe_f, _BIG)
+    # separation uses the exact (unfudged) edge penetrations, so a valid
+    # contact never has negative depth (ODE tests with the fudged values)
+    separated = jnp.any(pf < 0) | jnp.any(eok & (pe < 0))
+    bf = jnp.argmin(pf)
+    be = jnp.argmin(pe_f)
+    use_edge = pe_f[be] * _EDGE_REL < pf[bf]
+
+    # --- face case: clip incident face against reference face --------------
+    u = af[bf]
+    n_face = u * _sgn(u @ d)  # from box2 into box1
+    ref1 = bf < 3
+    a = bf % 3
+    p_ref, R_ref, h_ref = (jnp.where(ref1, x, y) for x, y in ((p1, p2), (R1, R2), (h1, h2)))
+    p_inc, R_inc, h_inc = (jnp.where(ref1, y, x) for x, y in ((p1, p2), (R1, R2), (h1, h2)))
+    n_ref = jnp.where(ref1, -n_face, n_face)  # outward normal of reference face
+    c_ref = p_ref + n_ref * h_ref[a]
+    i1, i2 = (a + 1) % 3, (a + 2) % 3
+    t1, t2 = R_ref[:, i1], R_ref[:, i2]
+    e1, e2 = h_ref[i1], h_ref[i2]
+    proj = n_ref @ R_inc
+    b = jnp.argmax(jnp.abs(proj))
+    c_inc = p_inc - _sgn(proj[b]) * R_inc[:, b] * h_inc[b]
+    b1, b2 = (b + 1) % 3, (b + 2) % 3
+    fs = jnp.asarray(_FACE_SIGNS, dt)
+    verts = (c_inc + fs[:, :1] * (h_inc[b1] * R_inc[:, b1])
+             + fs[:, 1:] * (h_inc[b2] * R_inc[:, b2]))  # (4,3) cyclic
+    frame = jnp.stack([t1, t2, n_ref], axis=1)  # world -> ref-local via rel @ frame
+    loc = (verts - c_ref) @ frame
+    poly = jnp.concatenate([loc, jnp.zeros((4, 3), dt)], axis=0)
+    cnt = jnp.asarray(4)
+    for axis, s, e in ((0, 1.0, e1), (0, -1.0, e1), (1, 1.0, e2), (1, -1.0, e2)):
+        poly, cnt = _clip(poly, cnt, axis, s, e)
+    fdepth = -poly[:, 2]
+    fvalid = (jnp.arange(poly.shape[0]) < cnt) & (fdepth >= 0)
+    fpos = c_ref + poly @ frame.T  # point on the incident face (ODE)
+    sel, fok = _reduce(fpos, fdepth, fvalid, K)
+    face_pos, face_depth = fpos[sel], fdepth[sel]
+
+    # --- edge-edge case --------------------------------------------------
+    ie, je = be // 3, be % 3
+    ue_b = ue[be]
+    n_edge = ue_b * _sgn(ue_b @ d)
+    ua, ub = R1[:, ie], R2[:, je]
+    k3 = jnp.arange(3)
+    pa = p1 + R1 @ jnp.where(k3 != ie, -_sgn(n_edge @ R1) * h1, 0.0)
+    pb = p2 + R2 @ jnp.where(k3 != je, _sgn(n_edge @ R2) * h2, 0.0)
+    pp = pb - pa
+    uaub = ua @ ub
+    q1, q2 = ua @ pp, -(ub @ pp)
+    den = 1.0 - uaub * uaub
+    dok = den > 1e-4
+    dens = jnp.where(dok, den, 1.0)
+    alpha = jnp.where(dok, (q1 + uaub * q2) / dens, 0.0)
+    beta = jnp.where(dok, (uaub * q1 + q2) / dens, 0.0)
+    epos = 0.5 * (pa + alpha * ua + pb + beta * ub)
+    slot0 = jnp.arange(K) == 0
+
+    pos = jnp.where(use_edge, jnp.where(slot0[:, None], epos, 0.0), face_pos)
+    depth = jnp.where(use_edge, jnp.where(slot0, pe[be], 0.0), face_depth)
+    valid = jnp.where(use_edge, slot0, fok) & ~separated
+    normal = jnp.broadcast_to(jnp.where(use_edge, n_edge, n_face), (K, 3))
+    return _finish(pos, normal, depth, valid)

@@ -1,0 +1,332 @@
+"""Stage 4: constraint rows of ODE's contact joint (``dxJointContact::getInfo2``).
+
+Every contact slot gives three rows: the normal row and the friction rows
+along ``t1`` and ``t2`` (plus, with rolling and spinning
+friction, three angular rows about t1, t2 and the normal, ODE 0.16's dContactRolling).
+Per-contact parameters combine the two geoms' surfaces (see
+:mod:`jaxode.build.surface`) and, between two geoms with materials, the material
+pair table (:mod:`jaxode.build.materials`). They are returned as two tables, ``head`` (rows
+without a friction index: normals; joints will join them) and ``tail``
+(friction rows), which is the order QuickStep solves them in. A row holds the bodies it couples, the
+two 6-vector Jacobian blocks (linear, angular; world frame), the velocity
+target ``c`` [m/s], ``cfm``, the bounds ``lo``/``hi`` and the friction index
+(the row whose force bounds this one, -1 if none). Invalid slots give inactive
+rows (zero Jacobian, zero bounds).
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from jaxode.sim import math as jm
+from jaxode.build.surface import erp_cfm_from_kp_kd
+from jaxode.types import FRICTION_BOX, FRICTION_CONE, Contacts, Model, Params
+
+
+class Rows(NamedTuple):
+    """Constraint rows (R = number of rows) in ODE's joint-row order.
+
+    body1, body2 (R,) body indices (``nbody`` = the static world);
+    j1, j2 (R, 6) Jacobian blocks [linear | angular], world frame;
+    c (R,) velocity target [m/s or rad/s] (ODE's getInfo2 rhs, before 1/h);
+    cfm (R,) constraint force mixing; lo, hi (R,) force bounds [N]; for a row
+    with a friction index the bound is ``|hi * lambda[findex]|``;
+    findex (R,) friction index (-1: none); active (R,) bool.
+    """
+
+    body1: jax.Array
+    body2: jax.Array
+    j1: jax.Array
+    j2: jax.Array
+    c: jax.Array
+    cfm: jax.Array
+    lo: jax.Array
+    hi: jax.Array
+    findex: jax.Array
+    active: jax.Array
+
+
+def _combine_soft(a: jax.Array, b: jax.Array, world: jax.Array, use_min: bool) -> jax.Array:
+    """Combine two optional (negative = unset) surface values; both unset -> world."""
+    set_a, set_b = a >= 0, b >= 0
+    both = jnp.minimum(a, b) if use_min else jnp.maximum(a, b)
+    one = jnp.where(set_a, a, b)
+    return jnp.where(set_a & set_b, both, jnp.where(set_a | set_b, one, world))
+
+
+def _opt(x, shape_like):
+    """A Params field that may be missing (None) on hand-built Params: unset (-1)."""
+    return jnp.full(shape_like.shape, -1.0, shape_like.dtype) if x is None else x
+
+
+class ContactSurface(NamedTuple):
+    """The combined surface of each contact slot (C,): Gazebo's ODE plugin's rules
+    (:mod:`jaxode.build.surface`), then the material pair table where both geoms name
+    materials, then static friction's pair values.
+
+    mu, mu2 [- or N for the box model]; bounce, bounce_vel [m/s]; erp, cfm (soft
+    or world); fcfm (2C,) the friction rows' CFM (slip1/slip2 or the world's cfm),
+    contact-major; smu, vs [m/s] static friction coefficient and speed; roll [-],
+    spin [m] rolling/spinning coefficients (0: off); max_vel [m/s], min_depth [m]
+    (surface and world combined); motion_n, motion1, motion2 [m/s] the surfaces'
+    relative velocities (ODE's motionN, motion1/2).
+    """
+
+    mu: jax.Array
+    mu2: jax.Array
+    bounce: jax.Array
+    bounce_vel: jax.Array
+    erp: jax.Array
+    cfm: jax.Array
+    fcfm: jax.Array
+    smu: jax.Array
+    vs: jax.Array
+    roll: jax.Array
+    spin: jax.Array
+    max_vel: jax.Array
+    min_depth: jax.Array
+    motion_n: jax.Array
+    motion1: jax.Array
+    motion2: jax.Array
+
+
+def mix_surfaces(model: Model, params: Params, contacts: Contacts, h: jax.Array
+                 ) -> ContactSurface:
+    """Surface mixing: the two geoms' surface parameters (and the world's, where a
+    surface leaves one unset) combined into each contact's (:class:`ContactSurface`).
+    h the step [s] (kp/kd become ERP/CFM at the step)."""
+    g1, g2 = contacts.geom1, contacts.geom2
+    dtype = contacts.depth.dtype
+    p = params
+    # Surface combination (see jaxode.build.surface).
+    mu = jnp.minimum(p.mu[g1], p.mu[g2])
+    # mu2 < 0: unset, equal to the geom's mu (ODE without dContactMu2).
+    mu2_geom = jnp.where(p.mu2 < 0, p.mu, p.mu2)
+    mu2 = jnp.minimum(mu2_geom[g1], mu2_geom[g2])
+    bounce = jnp.minimum(p.bounce[g1], p.bounce[g2])
+    bounce_vel = jnp.minimum(p.bounce_vel[g1], p.bounce_vel[g2])
+    erp = _combine_soft(p.soft_erp[g1], p.soft_erp[g2], p.erp, use_min=True)
+    cfm = _combine_soft(p.soft_cfm[g1], p.soft_cfm[g2], p.cfm, use_min=False)
+    if p.kp is not None:
+        # kp/kd where set (springs in series, dampers in parallel): the step's ERP/CFM.
+        kp1, kp2 = p.kp[g1], p.kp[g2]
+        set1, set2 = kp1 >= 0, kp2 >= 0
+        has_kp = set1 | set2
+        s1 = jnp.where(set1, kp1, 1.0)
+        s2 = jnp.where(set2, kp2, 1.0)
+        kp = jnp.where(set1 & set2, s1 * s2 / jnp.where(s1 + s2 > 0, s1 + s2, 1.0),
+                       jnp.where(set1, s1, s2))
+        kd_geom = jnp.maximum(_opt(p.kd, p.kp), 0.0)
+        # kp > 0 where set (validated); kp = 1 on the other lanes: no zero divisor.
+        erp_kp, cfm_kp = erp_cfm_from_kp_kd(kp, kd_geom[g1] + kd_geom[g2], h)
+        erp = jnp.where(has_kp, erp_kp, erp)
+        cfm = jnp.where(has_kp, cfm_kp, cfm)
+    max_vel = jnp.minimum(jnp.minimum(p.max_vel[g1], p.max_vel[g2]), p.contact_max_correcting_vel)
+    min_depth = jnp.minimum(jnp.minimum(p.min_depth[g1], p.min_depth[g2]), p.contact_surface_layer)
+    # Friction-row CFM: force-dependent slip where set (ODE dContactSlip1/2), else the world's.
+    if p.slip1 is None:
+        fcfm = jnp.broadcast_to(p.cfm, (2 * g1.shape[0],))
+    else:
+        slip2_geom = jnp.where(p.slip2 < 0, p.slip1, p.slip2)
+        slip1 = _combine_soft(p.slip1[g1], p.slip1[g2], p.cfm, use_min=True)
+        slip2 = _combine_soft(slip2_geom[g1], slip2_geom[g2], p.cfm, use_min=True)
+        fcfm = jnp.stack([slip1, slip2], axis=1).reshape(-1)
+
+    # Pair values of the static, rolling and spinning friction from the surfaces.
+    zero = jnp.zeros_like(mu)
+    smu, vs = mu, zero
+    if p.static_mu is not None:
+        smu = _combine_soft(p.static_mu[g1], p.static_mu[g2], mu, use_min=True)
+        vs_geom = _opt(p.static_speed, p.static_mu)
+        vs = _combine_soft(vs_geom[g1], vs_geom[g2], zero, use_min=True)
+    roll = spin = zero
+    if model.angular_friction:
+        roll_geom, spin_geom = _opt(p.rolling, p.mu), _opt(p.spinning, p.mu)
+        roll = _combine_soft(roll_geom[g1], roll_geom[g2], zero, True)
+        spin = _combine_soft(spin_geom[g1], spin_geom[g2], zero, True)
+
+    # Material pairs (both geoms name a material): the table replaces those values.
+    if p.mat_friction is not None:
+        m1, m2 = model.geom_material[g1], model.geom_material[g2]
+        use = (m1 >= 0) & (m2 >= 0)
+        # the upper triangle is read (a sweep may set one element of a pair)
+        i1 = jnp.maximum(jnp.minimum(m1, m2), 0)
+        i2 = jnp.maximum(jnp.maximum(m1, m2), 0)
+
+        def pick(table, cur):
+            v = table[i1, i2]
+            return jnp.where(use & (v >= 0), v, cur)
+
+        mu = pick(p.mat_friction, mu)
+        mu2 = pick(p.mat_friction, mu2)
+        bounce = pick(p.mat_restitution, bounce)
+        bounce_vel = pick(p.mat_restitution_threshold, bounce_vel)
+        erp = pick(p.mat_soft_erp, erp)
+        cfm = pick(p.mat_soft_cfm, cfm)
+        smu = pick(p.mat_static_friction, jnp.where(use, mu, smu))
+        vs = pick(p.mat_static_speed, jnp.where(use, 0.0, vs))
+        roll = pick(p.mat_rolling, jnp.where(use, 0.0, roll))
+        spin = pick(p.mat_spinning, jnp.where(use, 0.0, spin))
+
+    ncon = g1.shape[0]
+    motion_n = (jnp.zeros((ncon,), dtype) if p.motionN is None
+                else p.motionN[g1] + p.motionN[g2])
+    if p.motion1 is None:
+        motion1 = motion2 = jnp.zeros((ncon,), dtype)
+    else:
+        motion1 = p.motion1[g2] - p.motion1[g1]
+        motion2 = p.motion2[g2] - p.motion2[g1]
+    return ContactSurface(mu, mu2, bounce, bounce_vel, erp, cfm, fcfm, smu, vs, roll, spin,
+                          max_vel, min_depth, motion_n, motion1, motion2)
+
+
+def contact_rows(model: Model, params: Params, contacts: Contacts, body_pos: jax.Array,
+                 body_vel: jax.Array, body_angvel: jax.Array, grot: jax.Array,
+                 h: jax.Array) -> tuple[Rows, Rows, jax.Array]:
+    """Rows of all contact slots for one world: (head, tail, cone_rows).
+
+    head: one normal row per slot (findex -1); tail: ``K`` rows per slot,
+    contact-major: the two friction rows (t1, t2), then, when the model has
+    angular friction (``model.angular_friction``, K = 5), rolling about t1 and
+    t2 and spinning about the normal; K = 2 otherwise. A tail row's
+    ``findex`` is the slot's normal row for the pyramid and cone models
+    (bound = hi * normal force) and -1 (constant bounds) for the box model;
+    angular rows always scale with the normal force. cone_rows (tail rows,)
+    marks the friction rows of cone-model contacts (projected jointly by the
+    solver).
+
+    body_pos/vel/angvel are padded with the static world (index nbody); grot
+    (ngeom, 3, 3) geom rotations for fdir1; h the step [s].
+    """
+    dtype = body_pos.dtype
+    g1, g2 = contacts.geom1, contacts.geom2
+    b1, b2 = model.geom_body[g1], model.geom_body[g2]
+    valid = contacts.valid
+    # Invalid slots get a harmless unit normal so no 0/0 reaches the rows.
+    n = jnp.where(valid[:, None], contacts.normal, jnp.array([0.0, 0.0, 1.0], body_pos.dtype))
+    p = params
+    sf = mix_surfaces(model, params, contacts, h)
+    mu, mu2, bounce, bounce_vel = sf.mu, sf.mu2, sf.bounce, sf.bounce_vel
+    erp, cfm, fcfm, smu, vs = sf.erp, sf.cfm, sf.fcfm, sf.smu, sf.vs
+    roll, spin, max_vel, min_depth = sf.roll, sf.spin, sf.max_vel, sf.min_depth
+
+    # Normal row: c = min(fps * erp * max(depth - min_depth, 0) + motionN, max_vel), then bounce.
+    r1 = contacts.pos - body_pos[b1]
+    r2 = contacts.pos - body_pos[b2]
+    depth = jnp.maximum(contacts.depth - min_depth, 0.0)
+    # Both surfaces moving outward push the bodies apart (ODE: pushout + motionN,
+    # capped by max_vel; the bounce is measured relative to motionN).
+    motion_n = sf.motion_n
+    c = jnp.minimum(erp * depth / h + motion_n, max_vel)
+    jn1 = jnp.concatenate([n, jnp.cross(r1, n)], axis=-1)
+    jn2 = jnp.concatenate([-n, jnp.cross(n, r2)], axis=-1)
+    outgoing = (jnp.sum(jn1[:, :3] * body_vel[b1], -1) + jnp.sum(jn1[:, 3:] * body_angvel[b1], -1)
+                + jnp.sum(jn2[:, :3] * body_vel[b2], -1) + jnp.sum(jn2[:, 3:] * body_angvel[b2], -1))
+    incoming = motion_n - outgoing
+    bounce_c = bounce * incoming + motion_n
+    c = jnp.where((incoming > bounce_vel) & (bounce_c > c), bounce_c, c)
+
+    # Friction directions: fdir1 of geom 1 (else geom 2) in the world, projected on
+    # the contact plane; else dPlaneSpace(n).
+    f1 = jnp.einsum("cij,cj->ci", grot[g1], p.fdir1[g1])
+    f2 = jnp.einsum("cij,cj->ci", grot[g2], p.fdir1[g2])
+    has1 = jnp.sum(p.fdir1[g1] ** 2, -1) > 0
+    fd = jnp.where(has1[:, None], f1, f2)
+    fd = fd - jnp.sum(fd * n, -1, keepdims=True) * n
+    fd2 = jnp.sum(fd * fd, -1, keepdims=True)
+    use_fd = fd2 > 1e-12
+    fd = fd / jnp.sqrt(jnp.where(use_fd, fd2, 1.0))
+    ps1, _ = jax.vmap(jm.plane_space)(n)
+    t1 = jnp.where(use_fd, fd, ps1)
+    t2 = jnp.cross(n, t1)
+
+    # Static friction (RaiSim's material pair): below static_speed the
+    # coefficient blends linearly from static_mu (at rest) to mu (at static_speed),
+    # using the tangential contact speed at the start of the step.
+    if p.static_mu is not None or p.mat_friction is not None:
+        vrel = (body_vel[b1] + jnp.cross(body_angvel[b1], r1)
+                - body_vel[b2] - jnp.cross(body_angvel[b2], r2))
+        vt = vrel - jnp.sum(vrel * n, -1, keepdims=True) * n
+        vt2 = jnp.sum(vt * vt, -1)
+        speed = jnp.where(vt2 > 0, jnp.sqrt(jnp.where(vt2 > 0, vt2, 1.0)), 0.0)
+        wgt = jnp.where(vs > 0, jnp.clip(1.0 - speed / jnp.where(vs > 0, vs, 1.0), 0.0, 1.0), 0.0)
+        dmu = jnp.where(wgt > 0, wgt * (smu - mu), 0.0)
+        mu = jnp.where(wgt > 0, mu + dmu, mu)
+        mu2 = jnp.where(wgt > 0, mu2 + dmu, mu2)
+
+    def frow(t):
+        return (jnp.concatenate([t, jnp.cross(r1, t)], axis=-1),
+                jnp.concatenate([-t, jnp.cross(t, r2)], axis=-1))
+
+    def arow(t):
+        z = jnp.zeros_like(t)
+        return jnp.concatenate([z, t], axis=-1), jnp.concatenate([z, -t], axis=-1)
+
+    jt1a, jt1b = frow(t1)
+    jt2a, jt2b = frow(t2)
+    ncon = n.shape[0]
+    inf = jnp.full((ncon,), jnp.inf, dtype)
+    mu = jnp.maximum(mu, 0.0)
+    # Each direction's row is bounded by its own coefficient, as ODE with
+    # dContactMu2 (what Gazebo always sets): mu = 0, mu2 > 0 keeps the second row.
+    # With mu2 unset it equals mu, so mu = 0 still means no friction at all.
+    mu2 = jnp.maximum(mu2, 0.0)
+    scaled = contacts.friction != FRICTION_BOX
+    cone = contacts.friction == FRICTION_CONE
+    vcol = valid[:, None]
+    head = Rows(
+        body1=b1, body2=b2,
+        j1=jnp.where(vcol, jn1, 0.0), j2=jnp.where(vcol, jn2, 0.0),
+        c=jnp.where(valid, c, 0.0), cfm=cfm.astype(dtype),
+        lo=jnp.zeros((ncon,), dtype), hi=jnp.where(valid, inf, 0.0),
+        findex=jnp.full((ncon,), -1, jnp.int32), active=valid)
+    # Friction rows' target: the surfaces' relative velocity (ODE's motion1/2).
+    fc1, fc2 = sf.motion1, sf.motion2
+    ja = [jt1a, jt2a]
+    jb = [jt1b, jt2b]
+    bounds = [mu, mu2]
+    tc = [fc1, fc2]
+    tcfm = [fcfm.reshape(ncon, 2)[:, 0], fcfm.reshape(ncon, 2)[:, 1]]
+    rscale = [scaled, scaled]
+    ract = [valid, valid]
+    if model.angular_friction:
+        # Rolling (about t1, t2) and spinning (about n) friction: angular rows
+        # bounded by rolling * r_e * lambda_n and spinning * lambda_n (ODE 0.16's
+        # dContactRolling rows with rho = rolling * r_e, rhoN = spinning); r_e the
+        # rolling radius: the dynamic body's centre's distance from the contact
+        # plane (mean of the two when both are dynamic).
+        dyn1 = b1 < model.nbody
+        dyn2 = b2 < model.nbody
+        n1 = jnp.abs(jnp.sum(r1 * n, -1))
+        n2 = jnp.abs(jnp.sum(r2 * n, -1))
+        ndyn = dyn1.astype(dtype) + dyn2.astype(dtype)
+        r_e = (jnp.where(dyn1, n1, 0.0) + jnp.where(dyn2, n2, 0.0)) / jnp.maximum(ndyn, 1.0)
+        for t, bnd in ((t1, roll * r_e), (t2, roll * r_e), (n, spin)):
+            a, b = arow(t)
+            ja.append(a)
+            jb.append(b)
+            bounds.append(bnd)
+            tc.append(jnp.zeros((ncon,), dtype))
+            tcfm.append(jnp.broadcast_to(p.cfm, (ncon,)))
+            rscale.append(jnp.ones((ncon,), bool))
+            ract.append(valid & (bnd > 0))
+    k = len(ja)
+
+    def inter(xs):
+        x = jnp.stack(xs, axis=1)
+        return x.reshape((ncon * k,) + x.shape[2:])
+
+    fj1, fj2 = inter(ja), inter(jb)
+    vf = inter(ract)
+    bound = jnp.where(vf, inter(bounds), 0.0)
+    tail = Rows(
+        body1=jnp.repeat(b1, k), body2=jnp.repeat(b2, k),
+        j1=jnp.where(vf[:, None], fj1, 0.0), j2=jnp.where(vf[:, None], fj2, 0.0),
+        c=jnp.where(vf, inter(tc), 0.0).astype(dtype), cfm=inter(tcfm).astype(dtype),
+        lo=-bound, hi=bound,
+        findex=jnp.where(inter(rscale), jnp.repeat(jnp.arange(ncon), k), -1).astype(jnp.int32),
+        active=vf)
+    cone_rows = jnp.repeat(cone, k) & (jnp.tile(jnp.arange(k), ncon) < 2)
+    return head, tail, cone_rows

@@ -1,0 +1,100 @@
+"""Stage 6 of QuickStep and the body-level pieces it and the force preamble use
+(ODE 0.16 arithmetic). All vectors in the world frame.
+
+- ``world_inertia``: ``R I R^T``, a body-frame tensor in the world frame.
+- ``gyroscopic_torque``: the implicit gyroscopic torque of ODE 0.16
+  (Lacoursiere 2006) for one body: ``L = I w``, ``I~ = I - h [L]x``,
+  ``tau0 = (I I~^-1 - 1) L / h`` (zero when I~ is singular, as ODE skips it);
+  jaxode.sim.dynamics adds it, with gravity ``m g``, to the accumulators.
+- ``step_body``: ODE's dxStepBody for one body after its velocity update:
+  cap |w| at max_angular_speed; ``x += h v``; infinitesimal rotation
+  ``q += h/2 (0, w) q`` or, in finite-rotation mode,
+  ``q <- (cos(|w| h/2), sinc(|w| h/2) h/2 w) q``; normalise; then damping:
+  ``v *= 1 - linear_damping`` when ``|v| > linear_damping_threshold`` (same
+  for w).
+- ``advance``: the stage: ``v += h (acc + fc)`` (the unconstrained
+  accelerations plus the constraint ones), ``step_body`` per body, force
+  accumulators zeroed, time advanced.
+"""
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from jaxode.sim import math as jm
+
+
+def world_inertia(rot: jax.Array, inertia_body: jax.Array) -> jax.Array:
+    """``R I R^T`` for (N, 3, 3) rotations and body-frame tensors."""
+    return jnp.einsum("nij,njk,nlk->nil", rot, inertia_body, rot)
+
+
+def _cross_minus(a: jax.Array) -> jax.Array:
+    """ODE's dSetCrossMatrixMinus: the matrix of ``v -> -(a x v)``."""
+    z = jnp.zeros_like(a[0])
+    return jnp.array([[z, a[2], -a[1]], [-a[2], z, a[0]], [a[1], -a[0], z]])
+
+
+def _inv3(m: jax.Array) -> tuple[jax.Array, jax.Array]:
+    det = jnp.linalg.det(m)
+    ok = det != 0
+    cof = jnp.stack([jnp.cross(m[1], m[2]), jnp.cross(m[2], m[0]), jnp.cross(m[0], m[1])], axis=1)
+    return cof / jnp.where(ok, det, 1.0), ok
+
+
+def gyroscopic_torque(inertia_world: jax.Array, angvel: jax.Array, h: jax.Array) -> jax.Array:
+    """Implicit gyroscopic torque of ODE 0.16 for one body [N m]."""
+    L = inertia_world @ angvel
+    itild = inertia_world + h * _cross_minus(L)
+    inv, ok = _inv3(itild)
+    tau = (inertia_world @ inv - jnp.eye(3, dtype=angvel.dtype)) @ (L / h)
+    return jnp.where(ok, tau, 0.0)
+
+
+def step_body(pos, quat, vel, angvel, finite, h, max_angular_speed,
+              lin_damp, ang_damp, lin_thr, ang_thr):
+    """ODE's dxStepBody for one body after its velocity update."""
+    w2 = jnp.sum(angvel * angvel)
+    over = w2 > max_angular_speed * max_angular_speed
+    # (both branches stay finite so that gradients never see 0 * inf)
+    scale = jnp.where(over, max_angular_speed, 1.0) / jnp.sqrt(jnp.where(over, w2, 1.0))
+    angvel = jnp.where(over, angvel * scale, angvel)
+    pos = pos + h * vel
+    # Infinitesimal rotation: q += h * 0.5 * (0, w) * q
+    wq = jnp.concatenate([jnp.zeros((1,), quat.dtype), angvel])
+    q_inf = quat + h * 0.5 * jm.quat_mul(wq, quat)
+    # Finite rotation: q <- (cos(theta), sinc(theta) h/2 w) * q, theta = |w| h / 2
+    wlen = jnp.sqrt(jnp.sum(angvel * angvel) + jnp.finfo(quat.dtype).tiny)
+    hh = 0.5 * h
+    theta = wlen * hh
+    dq = jnp.concatenate([jnp.cos(theta)[None], angvel * (jm.sinc(theta) * hh)])
+    q_fin = jm.quat_mul(dq, quat)
+    quat = jm.quat_normalize(jnp.where(finite > 0, q_fin, q_inf))
+    v2 = jnp.sum(vel * vel)
+    vel = jnp.where(v2 > lin_thr * lin_thr, vel * (1 - lin_damp), vel)
+    w2 = jnp.sum(angvel * angvel)
+    angvel = jnp.where(w2 > ang_thr * ang_thr, angvel * (1 - ang_damp), angvel)
+    return pos, quat, vel, angvel
+
+
+def advance(model, params, state, bodies, fc: jax.Array):
+    """The integration stage: ``v += h (acc + fc)`` (fc = M^-1 J^T lambda, the
+    constraint accelerations, static world row dropped), then ODE's dxStepBody
+    per body (:func:`step_body`). Returns the state with the new pos, quat, vel,
+    angvel, the force accumulators zeroed and the time advanced."""
+    dtype = state.pos.dtype
+    h = bodies.h
+    nb = state.pos.shape[0]
+    fc = fc[:nb]
+    vel = state.vel + h * (bodies.acc[:, :3] + fc[:, :3])
+    angvel = state.angvel + h * (bodies.acc[:, 3:] + fc[:, 3:])
+    p = params
+    pos, quat, vel, angvel = jax.vmap(
+        step_body, in_axes=(0, 0, 0, 0, 0, None, None, None, None, None, None))(
+        state.pos, state.quat, vel, angvel, model.body_finite_rotation, h,
+        p.max_angular_speed, p.linear_damping, p.angular_damping,
+        p.linear_damping_threshold, p.angular_damping_threshold)
+    return state.replace(
+        pos=pos.astype(dtype), quat=quat.astype(dtype), vel=vel.astype(dtype),
+        angvel=angvel.astype(dtype), force=jnp.zeros_like(state.force),
+        torque=jnp.zeros_like(state.torque), time=(state.time + h).astype(state.time.dtype))

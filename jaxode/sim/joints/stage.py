@@ -1,0 +1,86 @@
+"""The joints' part of the step: every joint group's rows, and their feedback.
+
+:func:`rows` evaluates each :class:`~jaxode.sim.joints.common.JointGroup`'s
+getInfo2 (vmapped over its joints) with the per-joint parameters resolved
+(negative ERP/CFM = the world's, as ODE copies the world's at creation) and
+returns one row table per group plus the wrenches joints apply directly;
+:func:`feedback` turns the solved lambdas back into dJointFeedback
+(f1, t1, f2, t2 per joint).
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from jaxode.sim import joints
+from jaxode.sim.constraint import Rows
+from jaxode.sim.records import Bodies
+from jaxode.types import Model, Params
+
+
+class JointRowTables(NamedTuple):
+    """tables: one :class:`~jaxode.sim.constraint.Rows` per joint group (joint-major);
+    wrench (nbody, 6) [N | N m] applied directly to the bodies; layout: per
+    group (rows per joint, number of joints)."""
+
+    tables: list
+    wrench: jax.Array
+    layout: tuple
+
+
+def _world_or(value: jax.Array, world: jax.Array) -> jax.Array:
+    return jnp.where(value < 0, world, value)
+
+
+def rows(model: Model, p: Params, b: Bodies) -> JointRowTables:
+    """Rows of all joints (module docstring)."""
+    dtype = b.pos.dtype
+    nb = b.pos.shape[0] - 1
+    tables, layout = [], []
+    extra = jnp.zeros((nb + 1, 6), dtype)
+    for g in model.joint_groups:
+        ax = joints.AxisParams(
+            lo_stop=p.joint_lo_stop[g.ids], hi_stop=p.joint_hi_stop[g.ids],
+            vel=p.joint_vel[g.ids], fmax=p.joint_fmax[g.ids],
+            fudge_factor=p.joint_fudge_factor[g.ids], bounce=p.joint_bounce[g.ids],
+            cfm=_world_or(p.joint_cfm[g.ids], p.cfm),
+            stop_erp=_world_or(p.joint_stop_erp[g.ids], p.erp),
+            stop_cfm=_world_or(p.joint_stop_cfm[g.ids], p.cfm))
+        jp = joints.JointParams(ax, _world_or(p.joint_suspension_erp[g.ids], p.erp),
+                                _world_or(p.joint_suspension_cfm[g.ids], p.cfm))
+        jp = jax.tree.map(lambda x: x.astype(dtype), jp)
+        bp = joints.BodyPair(b.pos[g.body1], b.quat[g.body1], b.vel[g.body1], b.angvel[g.body1],
+                             b.pos[g.body2], b.quat[g.body2], b.vel[g.body2], b.angvel[g.body2])
+        jr = jax.vmap(lambda gg, bb, a: joints.joint_rows(g.type, gg, bb, a, p.erp, p.cfm, b.h))(
+            g, bp, jp)
+        nj, m = jr.c.shape
+        layout.append((m, nj))
+        extra = extra.at[g.body1].add(jr.extra1).at[g.body2].add(jr.extra2)
+        tables.append(Rows(
+            body1=jnp.repeat(g.body1, m), body2=jnp.repeat(g.body2, m),
+            j1=jr.j1.reshape(nj * m, 6).astype(dtype), j2=jr.j2.reshape(nj * m, 6).astype(dtype),
+            c=jr.c.reshape(-1).astype(dtype), cfm=jr.cfm.reshape(-1).astype(dtype),
+            lo=jr.lo.reshape(-1).astype(dtype), hi=jr.hi.reshape(-1).astype(dtype),
+            findex=jnp.full((nj * m,), -1, jnp.int32), active=jr.active.reshape(-1)))
+    return JointRowTables(tables, extra[:-1], tuple(layout))
+
+
+def feedback(model: Model, head: Rows, layout: tuple, lam: jax.Array,
+             previous: jax.Array) -> jax.Array:
+    """dJointFeedback (njoint, 4, 3): f1, t1, f2, t2 [N, N m] each joint applied to
+    its bodies, from the joint rows at the start of ``head`` and their lambdas."""
+    fb_all = previous
+    start = 0
+    for g, (m, nj) in zip(model.joint_groups, layout):
+        n = m * nj
+        lam_g = lam[start:start + n].reshape(nj, m)
+        j1 = head.j1[start:start + n].reshape(nj, m, 6)
+        j2 = head.j2[start:start + n].reshape(nj, m, 6)
+        f1 = jnp.einsum("jm,jmk->jk", lam_g, j1)
+        f2 = jnp.einsum("jm,jmk->jk", lam_g, j2)
+        fb = jnp.stack([f1[:, :3], f1[:, 3:], f2[:, :3], f2[:, 3:]], axis=1)
+        fb_all = fb_all.at[g.ids].set(fb.astype(previous.dtype))
+        start += n
+    return fb_all

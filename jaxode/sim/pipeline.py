@@ -1,0 +1,42 @@
+"""One QuickStep of one world: the pure function every API entry point wraps.
+
+The step is its list of stages; each is ``f(model, params, records...) ->
+record`` (the records are in :mod:`jaxode.sim.records`)::
+
+    kinematics + broadphase + narrowphase -> constraint rows -> solve -> integration
+"""
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from jaxode.sim import dynamics, integrate, narrowphase, rowset, solver
+from jaxode.types import Model, Params, State
+
+# Model.solver -> the row order (see jaxode.sim.solver).
+SOLVERS = solver.SWEEPS
+
+
+def physics_step(model: Model, state: State, params: Params, dt: jax.Array) -> State:
+    """Advance one world by ``dt`` seconds (no validity bookkeeping)."""
+    bodies = dynamics.bodies(model, params, state, dt)       # masses, inertia, forces
+    found = narrowphase.detect(model, state)                   # contacts
+    rows = rowset.build(model, params, bodies, found)          # joint + contact rows
+    bodies = dynamics.accelerate(bodies, rows)                 # M^-1 f, QuickStep's rhs
+    sol = solver.solve_rows(model, rows, bodies, params, state.time)  # lambdas, fc = M^-1 J^T lambda
+    new = integrate.advance(model, params, state, bodies, sol.fc)
+    return new.replace(
+        **rowset.record(model, state, rows, found, sol.lam_head, sol.lam_tail),
+        ncontact=found.nfound.astype(jnp.int32),
+        overflow_pairs=(state.overflow_pairs + found.overflow_pairs).astype(jnp.int32),
+        overflow_contacts=(state.overflow_contacts + found.overflow_contacts).astype(jnp.int32))
+
+
+def guarded_step(model: Model, state: State, params: Params, dt: jax.Array) -> State:
+    """``physics_step`` that leaves a world untouched (and flagged) once it turns non-finite."""
+    new = physics_step(model, state, params, dt)
+    finite = (jnp.all(jnp.isfinite(new.pos)) & jnp.all(jnp.isfinite(new.quat))
+              & jnp.all(jnp.isfinite(new.vel)) & jnp.all(jnp.isfinite(new.angvel)))
+    ok = finite & ~state.nonfinite
+    out = jax.tree.map(lambda a, b: jnp.where(ok, a, b), new, state)
+    return out.replace(nonfinite=state.nonfinite | ~finite)

@@ -1,0 +1,124 @@
+"""Stage 5: QuickStep's SOR-LCP (projected Gauss-Seidel) on the step's constraint rows.
+
+- :mod:`jaxode.sim.solver.core`: row preparation, the row update and the friction
+  block (pyramid/box bounds, cone projection, rolling/spinning rows): written once.
+- :mod:`jaxode.sim.solver.pgs`: ``pgs``, QuickStep's row order (the conformance reference).
+- :mod:`jaxode.sim.solver.colored`: ``colored``, graph-colour phases (rows of one
+  colour share no moving body and are updated at once; each sweep is exactly
+  Gauss-Seidel in the colour-sorted order).
+- :mod:`jaxode.sim.solver.batching`: which path runs alone, under ``vmap`` and under
+  differentiation.
+
+:func:`solve` is the stage: rows in, lambdas and ``fc = M^-1 J^T lambda`` out.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from jaxode.sim.solver import batching, colored, pgs
+from jaxode.sim.solver.colored import COLOURS, colour
+from jaxode.sim.solver.core import cone_project, friction_bounds
+
+# Model.solver -> the sweep function (an order or partition of the rows).
+SWEEPS = {"pgs": pgs.sweeps, "colored": colored.sweeps}
+
+
+class Solution(NamedTuple):
+    """What the solve gives: lam_head (Rh,) and lam_tail (Rt,) [N] (the rows'
+    lambdas, in the rows' order), fc (B, 6) = M^-1 J^T lambda per body
+    [m/s^2, rad/s^2] (B = nbody + 1, the last the static world)."""
+
+    lam_head: jax.Array
+    lam_tail: jax.Array
+    fc: jax.Array
+
+
+def solve(name: str, head, tail, inv_mass: jax.Array, inv_inertia: jax.Array,
+          rhs_body: jax.Array, h: jax.Array, sor: jax.Array, iterations: int,
+          block: int = 2, cone: bool = False, cone_rows: jax.Array = None, step=0,
+          **options) -> Solution:
+    """Run solver ``name`` (``"pgs"`` or ``"colored"``) on one world's rows.
+
+    head, tail: :class:`jaxode.sim.constraint.Rows` tables (tail rows' ``findex``
+    index head rows, -1 = fixed bounds; ``block`` rows per contact, static).
+    inv_mass (B,), inv_inertia (B, 3, 3) world frame, rhs_body (B, 6) =
+    -(v/h + M^-1 f_ext), B = nbody + 1 (last = static world, zeros); h [s];
+    sor w. ``cone`` (static) enables the joint projection of the first two
+    rows of contacts whose ``cone_rows`` (per tail row, bool) is set.
+    ``step`` (int) the step number (picks pgs' row shuffles); ``options``: the
+    solver's static options (``reorder`` for pgs, ``colours`` for colored).
+    """
+    if name not in SWEEPS:
+        raise ValueError(f"model.solver must be one of {tuple(SWEEPS)} (got {name!r})")
+    dtype = rhs_body.dtype
+    nb = inv_mass.shape[0]
+    nh, nt = head.body1.shape[0], tail.body1.shape[0]
+    fc0 = jnp.zeros((nb, 6), dtype)
+    if nh + nt == 0:
+        z = jnp.zeros((0,), dtype)
+        return Solution(z, z, fc0)
+    if nt % block:
+        raise ValueError(f"tail rows ({nt}) must be a multiple of block ({block})")
+    if cone_rows is None:
+        cone_rows = jnp.zeros((nt,), bool)
+    idx, data = batching.inputs(head, tail, jnp.maximum(tail.findex, 0), tail.findex >= 0,
+                                cone_rows, inv_mass, inv_inertia, rhs_body,
+                                jnp.asarray(h, dtype), jnp.asarray(sor, dtype),
+                                jnp.asarray(step, jnp.int32))
+    run = batching.solver(SWEEPS[name], iterations, block, bool(cone), **options)
+    return Solution(*run(*idx, *data))
+
+
+def solve_rows(model, rows, bodies, params, time=0.0) -> Solution:
+    """The solve stage: ``model.solver`` on a :class:`jaxode.sim.records.RowSet` with the
+    bodies' inverse masses, world inverse inertia and QuickStep's right-hand side
+    (:class:`jaxode.sim.records.Bodies`), ``params.sor`` and ``model.iterations``."""
+    dtype = bodies.rhs.dtype
+    # QuickStep's shuffles of the joint rows at iterations 8, 16, ... (pgs.py)
+    options = {"reorder": rows.njoint_rows} if model.solver == "pgs" else {}
+    return solve(model.solver, rows.head, rows.tail, bodies.inv_mass, bodies.inv_inertia,
+                 bodies.rhs, bodies.h, jnp.asarray(params.sor, dtype), model.iterations,
+                 block=rows.block, cone=model.friction_cone, cone_rows=rows.cone_rows,
+                 step=jnp.round(time / bodies.h).astype(jnp.int32), **options)
+
+
+def sequential_updates(name: str, rows, nbody: int) -> jax.Array:
+    """Sequential updates one sweep of solver ``name`` makes on ``rows`` (a
+    :class:`jaxode.sim.records.RowSet` of one world): ``pgs`` one per active head row
+    and tail contact, ``colored`` one per colour phase. Times ``iterations``, the
+    step's dependent loop length (a GPU's kernel-launch count per step)."""
+    nc = rows.tail.body1.shape[0] // rows.block
+    tact = jnp.any(rows.tail.active.reshape(nc, rows.block), axis=1) if nc else None
+    if name == "pgs":
+        n = jnp.sum(rows.head.active, dtype=jnp.int32)
+        return n + (jnp.sum(tact, dtype=jnp.int32) if nc else 0)
+    ph = colour(rows.head.body1, rows.head.body2, rows.head.active, nbody)
+    n = jnp.max(jnp.where(rows.head.active, ph + 1, 0), initial=0)
+    if nc:
+        b1 = rows.tail.body1.reshape(nc, rows.block)[:, 0]
+        b2 = rows.tail.body2.reshape(nc, rows.block)[:, 0]
+        pt = colour(b1, b2, tact, nbody)
+        n = n + jnp.max(jnp.where(tact, pt + 1, 0), initial=0)
+    return n.astype(jnp.int32)
+
+
+def solve_pgs(head, tail, inv_mass, inv_inertia, rhs_body, h, sor, iterations: int,
+              block: int = 2, cone: bool = False, cone_rows=None, reorder: int = 0):
+    """``solve("pgs", ...)`` as a tuple (lam_head, lam_tail, fc); ``reorder`` leading
+    head rows are shuffled at iterations 8, 16, ... as QuickStep does."""
+    return tuple(solve("pgs", head, tail, inv_mass, inv_inertia, rhs_body, h, sor, iterations,
+                       block, cone, cone_rows, reorder=int(reorder)))
+
+
+def solve_colored(head, tail, inv_mass, inv_inertia, rhs_body, h, sor, iterations: int,
+                  block: int = 2, cone: bool = False, cone_rows=None, colours: int = COLOURS):
+    """``solve("colored", ...)`` as a tuple (lam_head, lam_tail, fc)."""
+    return tuple(solve("colored", head, tail, inv_mass, inv_inertia, rhs_body, h, sor,
+                       iterations, block, cone, cone_rows, colours=colours))
+
+
+__all__ = ["COLOURS", "SWEEPS", "Solution", "colour", "cone_project", "friction_bounds",
+           "sequential_updates", "solve", "solve_colored", "solve_pgs", "solve_rows"]

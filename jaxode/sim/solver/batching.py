@@ -1,0 +1,182 @@
+"""Which path a solve takes, in one place: one world, a batch, derivatives.
+
+A solver (:mod:`jaxode.sim.solver.pgs`, :mod:`jaxode.sim.solver.colored`) is a
+``sweeps(problem, iterations, block, cone, **options)`` function over a
+:class:`Problem` laid out world-minor (every float array has a trailing world
+axis W). :func:`solver` wraps one into a function of one world's rows that:
+
+- **alone** (no ``vmap``) runs the sweeps with ``W = 1``;
+- **under ``jax.vmap``** (a custom batching rule) runs them once for the whole
+  batch with the worlds as the trailing axis when the worlds share the row
+  structure (the same body indices per row: no contact compaction, or
+  :func:`jaxode.sim.batch_rules.compact` gave every world the union of their
+  slots); ``pgs`` then stops each sweep after the last unit active in some
+  world (``live``), ``colored`` colours the rows active in any world. If the
+  worlds' body indices differ, each world runs its own ``W = 1`` sweeps
+  (plain vmap: gathers and scatters per world);
+- **under differentiation** (``jax.jvp``, ``jax.grad``, forward and reverse)
+  runs the ``W = 1`` sweeps through JAX's own rules (``colored`` with a
+  static phase count, so reverse mode can differentiate it); custom_vmap has no
+  reverse mode of its own.
+
+Every path feeds the same rows to the same update (:mod:`jaxode.sim.solver.core`).
+"""
+from __future__ import annotations
+
+import functools
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jax.custom_batching import custom_vmap
+
+from jaxode.sim.constraint import Rows
+from jaxode.sim.solver import core
+from jaxode.sim.solver.core import Prepared
+
+
+class Problem(NamedTuple):
+    """One solve's prepared rows, world-minor (trailing world axis W on every float array).
+
+    head, tail: :class:`~jaxode.sim.solver.core.Prepared` rows (tail: ``block``
+    rows per contact); fidx (Rt,) the head row bounding each tail row;
+    pyramid (Rt,) bool: the row's bound scales with that row's lambda;
+    cone_row (Rt,) bool: first two rows of a cone-model contact;
+    head_active (Rh, W), tail_active (Rt, W) bool; fc0 (B, 6, W) zeros;
+    step () int: the step number (picks pgs' row shuffles; shared by a batch).
+    """
+
+    head: Prepared
+    tail: Prepared
+    fidx: jax.Array
+    pyramid: jax.Array
+    cone_row: jax.Array
+    head_active: jax.Array
+    tail_active: jax.Array
+    fc0: jax.Array
+    step: jax.Array
+
+
+class Inputs(NamedTuple):
+    """One world's raw solve inputs, flattened for the batching rule.
+
+    idx: what a batch with one row structure shares (body indices, friction
+    index and flags: they follow from the rows' geoms and joints);
+    data: the rows' float arrays and activity (head, then tail: j1, j2, c,
+    cfm, lo, hi, active), the bodies' inv_mass (B,), inv_inertia (B, 3, 3),
+    rhs_body (B, 6), and h, sor (scalars).
+    """
+
+    idx: tuple
+    data: tuple
+
+
+ROW_FIELDS = ("j1", "j2", "c", "cfm", "lo", "hi", "active")
+
+
+def inputs(head, tail, fidx, pyramid, cone_row, inv_mass, inv_inertia, rhs_body, h, sor,
+           step) -> Inputs:
+    idx = (head.body1, head.body2, tail.body1, tail.body2, fidx, pyramid, cone_row, step)
+    data = (*(getattr(head, f) for f in ROW_FIELDS), *(getattr(tail, f) for f in ROW_FIELDS),
+            inv_mass, inv_inertia, rhs_body, h, sor)
+    return Inputs(idx, data)
+
+
+def _problem(idx, data) -> Problem:
+    """Prepare world-minor ``data`` (every array with a trailing world axis W)."""
+    hb1, hb2, tb1, tb2, fidx, pyr, cone, step = idx
+    k = len(ROW_FIELDS)
+
+    def rows(b1, b2, d):
+        j1, j2, c, cfm, lo, hi, active = d
+        return Rows(b1, b2, j1, j2, c, cfm, lo, hi, None, active)
+
+    hr, tr = rows(hb1, hb2, data[:k]), rows(tb1, tb2, data[k:2 * k])
+    inv_mass, inv_inertia, rhs_body, h, sor = data[2 * k:]
+    head = core.prepare(hr, inv_mass, inv_inertia, rhs_body, h, sor)
+    tail = core.prepare(tr, inv_mass, inv_inertia, rhs_body, h, sor)
+    fc0 = jnp.zeros_like(rhs_body)
+    return Problem(head, tail, fidx, pyr, cone, hr.active, tr.active, fc0, step)
+
+
+NIDX = 8
+
+# The world axis is at least this wide (one world is run twice): with a
+# degenerate world axis XLA turns the sweeps' column sums into row sums, whose
+# order of adds differs, and a world alone would not round as in a batch.
+MIN_WORLDS = 2
+
+
+def _to_world_minor(x, batched: bool, w: int):
+    if batched:
+        return jnp.moveaxis(x, 0, -1)
+    return jnp.broadcast_to(x[..., None], x.shape + (w,))
+
+
+@functools.lru_cache(maxsize=None)
+def solver(sweeps, iterations: int, block: int, cone: bool, **options):
+    """One world's solve ``f(*idx, *data) -> (lambda_head, lambda_tail, fc)`` (module
+    docstring); ``sweeps`` a solver's sweep function, ``options`` its static options.
+    ``idx``/``data``: one world's :class:`Inputs`."""
+    options = dict(options)
+
+    def one_world(args, **extra):
+        idx, data = args[:NIDX], args[NIDX:]
+        p = _problem(idx, tuple(_to_world_minor(d, False, MIN_WORLDS) for d in data))
+        out = sweeps(p, iterations, block, cone, **options, **extra)
+        return tuple(o[..., 0] for o in out)
+
+    def alone(*args):
+        return one_world(args)
+
+    run = custom_vmap(alone)
+
+    @run.def_vmap
+    def rule(axis_size, in_batched, *args):
+        idx, data = args[:NIDX], args[NIDX:]
+
+        def shared(idx):
+            wm = tuple(_to_world_minor(d, b, axis_size) for d, b in zip(data, in_batched[NIDX:]))
+            if axis_size < MIN_WORLDS:
+                wm = tuple(jnp.concatenate([d] * MIN_WORLDS, axis=-1) for d in wm)
+            out = sweeps(_problem(idx, wm), iterations, block, cone, live=True, **options)
+            return tuple(jnp.moveaxis(o[..., :axis_size], -1, 0) for o in out)
+
+        if in_batched[NIDX - 1]:
+            # One step number for the batch (world 0's), as ODE's one global
+            # generator serves every world: the row order stays shared.
+            idx = tuple(idx[:NIDX - 1]) + (idx[NIDX - 1][0],)
+            in_batched = tuple(in_batched[:NIDX - 1]) + (False,) + tuple(in_batched[NIDX:])
+            args = idx + tuple(data)
+        if not any(in_batched[:NIDX]):
+            return shared(idx), (True, True, True)
+        if axis_size == 1:
+            # one world: its indices are trivially shared (no fallback to compile)
+            return shared([i[0] if b else i for i, b in zip(idx, in_batched[:NIDX])]), \
+                (True, True, True)
+        # Per-world indices (contact compaction): if every world has the same
+        # ones (batch_rules.compact shares them when it can), run the shared
+        # path on world 0's; otherwise vmap the one-world sweeps.
+        # (vmapping ``run`` here would re-enter this rule.)
+        axes = [0 if b else None for b in in_batched]
+        first = [i[0] if b else i for i, b in zip(idx, in_batched[:NIDX])]
+        same = jnp.all(jnp.stack([jnp.all(i == i[:1]) for i, b in zip(idx, in_batched[:NIDX])
+                                  if b]))
+        # (the fallback is not unrolled: it is the rare path, and compile time counts)
+        out = jax.lax.cond(same, lambda _: shared(first),
+                           lambda _: jax.vmap(lambda *a: one_world(a, unroll=1),
+                                              in_axes=axes)(*args), None)
+        return out, (True, True, True)
+
+    def differentiable(*args):
+        return one_world(args, static=True)
+
+    @jax.custom_jvp
+    def solve(*args):
+        return run(*args)
+
+    @solve.defjvp
+    def solve_jvp(primals, tangents):
+        return jax.jvp(differentiable, primals, tangents)
+
+    return solve
