@@ -9,7 +9,7 @@ import jax.numpy as jnp
 from jax.custom_batching import custom_vmap
 
 from jaxode.sim import math as jm
-from jaxode import params_spec
+from jaxode import compile_notice, params_spec
 from jaxode.sim.pipeline import guarded_step
 from jaxode.types import Contacts, Model, Params, State, Trajectory
 
@@ -205,7 +205,9 @@ def step(model: Model, state: State, dt, params: Optional[Params] = None) -> Sta
     batch untouched.
     """
     p = _check_inputs(model, state, params, dt)
-    return _step(model, state, p, dt)
+    with compile_notice.notice(f"step ({_scene_text(model)})",
+                               enabled=_concrete(state)):
+        return _step(model, state, p, dt)
 
 
 def _rollout_one(model: Model, state: State, params: Params, dt, n_steps: int):
@@ -237,7 +239,20 @@ def rollout(model: Model, state: State, n_steps: int, dt, params: Optional[Param
     if isinstance(n_steps, bool) or not isinstance(n_steps, int) or n_steps < 1:
         raise ValueError(f"n_steps must be an integer >= 1 (got {n_steps!r})")
     p = _check_inputs(model, state, params, dt)
-    return _rollout(model, state, p, dt, n_steps=n_steps)
+    with compile_notice.notice(f"rollout ({_scene_text(model)}, {n_steps} steps)",
+                               enabled=_concrete(state)):
+        return _rollout(model, state, p, dt, n_steps=n_steps)
+
+
+def _scene_text(model: Model) -> str:
+    nb, ng = model.nbody, model.ngeom
+    return f"{nb} bod{'y' if nb == 1 else 'ies'}, {ng} geom{'' if ng == 1 else 's'}"
+
+
+def _concrete(state: State) -> bool:
+    """Not under a trace (inside a user's jit/vmap the compile happens outside the call,
+    so only a call on concrete arrays is watched by the compile notice)."""
+    return not isinstance(state.pos, jax.core.Tracer)
 
 
 # --------------------------------------------------------------- force helpers

@@ -19,3 +19,6 @@ os.environ["XLA_FLAGS"] = _flags
 # No Python tracebacks in the MLIR locations of every lowered op: ~5-10% off tracing
 # and lowering, which cost as much as XLA's own compile here; error messages are unchanged.
 os.environ.setdefault("JAX_TRACEBACK_IN_LOCATIONS_LIMIT", "0")
+# No "jaxode: compiling ..." notices in test output (jaxode/compile_notice.py); the
+# tests of the notice switch it on for themselves with compile_notice.configure.
+os.environ.setdefault("JAXODE_COMPILE_NOTICE", "0")

@@ -20,6 +20,7 @@ load equally (at ODE's default 20 the split is off by ~1e-3, which the deepest
 contact would show).
 """
 import functools
+import io
 import math
 import sys
 
@@ -28,6 +29,7 @@ import numpy as np
 import pytest
 
 import jaxode
+from jaxode import compile_notice
 from jaxode.tools import metrics as M
 
 H, N, G, V0 = 0.01, 200, 9.81, 2.0
@@ -107,8 +109,14 @@ def run(scene, grid, **kw):
 @pytest.fixture(scope="module")
 def rest_res(scene):
     calls = []
-    res = run(scene, {"erp": ERPS, "cfm": CFMS}, progress=lambda d, t: calls.append((d, t)))
-    return res, calls
+    notices = io.StringIO()
+    # the module's one compile: its "compiling" notice (threshold 0 s here, 2 s by default)
+    compile_notice.configure(enabled=True, threshold_s=0.0, stream=notices)
+    try:
+        res = run(scene, {"erp": ERPS, "cfm": CFMS}, progress=lambda d, t: calls.append((d, t)))
+    finally:
+        compile_notice.configure()
+    return res, calls, notices.getvalue()
 
 
 def stop_distance_discrete(mu, g, v0=V0, h=H):
@@ -149,7 +157,7 @@ def bounce_rise(e, g, m, cfm, erp=0.2, z0=0.45, h=H, n=N, bounce_vel=0.1, ncon=4
 # --------------------------------------------------------------- physics truths
 def test_resting_depth_matches_erp_cfm_fixed_point(scene, rest_res):
     model, _ = scene
-    res, calls = rest_res
+    res, calls, notices = rest_res
     assert res.grid_shape == (4, 3) and len(res) == 12
     assert res.params == ("erp", "cfm")
     np.testing.assert_array_equal(res.columns["erp"], np.repeat(ERPS, 3))
@@ -163,16 +171,21 @@ def test_resting_depth_matches_erp_cfm_fixed_point(scene, rest_res):
     # 12 variants in chunks of 8: two calls of one compiled function.
     assert res.stats["batch"] == CHUNK and res.stats["n_chunks"] == 2
     assert calls == [(8, 12), (12, 12)]
+    # one notice for the one compile (the second chunk reuses it)
+    assert notices.count("\n") == 1
+    assert notices.startswith(f"jaxode: compiling the sweep ({CHUNK} worlds x {N} steps, 6 bodies)")
 
 
 def test_energy_metrics_conservation_and_free_fall(scene, rest_res):
     model, _ = scene
-    res, _ = rest_res
+    res, _, _ = rest_res
     p = model.params
     m4, iyy = float(p.body_mass[4]), float(p.body_inertia[4, 1, 1])
     np.testing.assert_allclose(res.columns["spin_energy"], 0.5 * m4 * 0.5 ** 2 + 0.5 * iyy * 3.0 ** 2,
                                rtol=1e-5)
     assert np.max(np.abs(res.columns["spin_drift"])) < 1e-5
+    # units: relative drift is dimensionless, relative=False in joules; our own metric none
+    assert (res.unit("spin_drift"), res.unit("fall_drift"), res.unit("spin_energy")) == ("", "J", "")
     # Free fall: E_k - E_{k-1} = -m g^2 h^2 / 2 exactly; N - 1 intervals are recorded.
     np.testing.assert_allclose(res.columns["fall_drift"], -(N - 1) * 0.5 * G ** 2 * H ** 2,
                                rtol=2e-3)
@@ -216,13 +229,31 @@ def test_full_grid_axes_order_and_indexed_keys(scene):
     m = float(model.params.body_mass[0])
     np.testing.assert_allclose(res.reshape("rest"), cfm * (m * -gz / 4) * H / 0.2, rtol=5e-4)
     pd = pytest.importorskip("pandas")
-    df = res.to_pandas()
-    assert isinstance(df, pd.DataFrame) and len(df) == 8
-    assert list(df.columns) == list(res.params) + list(METRICS)
+    df = res.to_pandas()  # indexed by the swept parameters
+    assert isinstance(df.index, pd.MultiIndex) and len(df) == 8
+    assert list(df.index.names) == list(res.params) and list(df.columns) == list(METRICS)
+    for (m, c, g), row in df.iterrows():
+        assert row["stop"] == pytest.approx(stop_distance_discrete(m, -g), rel=2e-3)
+        assert row["rest"] == pytest.approx(c * (float(model.params.body_mass[0]) * -g / 4)
+                                            * H / 0.2, rel=5e-4)
+    np.testing.assert_array_equal(df["stop"].xs(0.25, level="mu[2]").unstack().to_numpy(),
+                                  res.reshape("stop")[0])
+    assert df.attrs["units"]["gravity[2]"] == "m/s^2" and df.attrs["units"]["stop"] == "m"
+    flat = res.to_pandas(index=False)
+    assert list(flat.columns) == list(res.params) + list(METRICS)
+    np.testing.assert_array_equal(flat["cfm"], res.columns["cfm"])
+    xr = pytest.importorskip("xarray")
+    ds = res.to_xarray()
+    assert isinstance(ds, xr.Dataset) and ds["stop"].dims == res.params
+    np.testing.assert_array_equal(ds["gravity[2]"], grid[("gravity", 2)])
+    np.testing.assert_array_equal(ds["stop"].sel({"mu[2]": 0.5, "gravity[2]": -9.81}),
+                                  res.reshape("stop")[1, :, 0])
+    assert ds["gravity[2]"].attrs["units"] == "m/s^2" and ds["rest"].attrs["units"] == "m"
+    assert ds["cfm"].attrs["units"] == "" and "dWorldSetCFM" in ds["cfm"].attrs["description"]
 
 
 def test_joint_error_metric(rest_res):
-    res, _ = rest_res
+    res, _, _ = rest_res
     joint, final = res.reshape("joint"), res.reshape("joint_final")
     # Max over the run bounds the independently computed final separation.
     assert np.all(joint >= final * (1 - 1e-5)) and np.all(final > 0)
@@ -233,7 +264,7 @@ def test_joint_error_metric(rest_res):
 
 
 def test_chunked_and_unchunked_identical_one_compile(scene, rest_res):
-    res, _ = rest_res
+    res, _, _ = rest_res
     n_traces = len(TRACES)
     assert n_traces == 1  # every sweep so far reused one compiled function
     erp, cfm = res.columns["erp"], res.columns["cfm"]
@@ -310,10 +341,13 @@ def test_bad_arguments_raise(scene):
 
 
 def test_optional_dependencies_missing(rest_res, monkeypatch):
-    res, _ = rest_res
+    res, _, _ = rest_res
     monkeypatch.setitem(sys.modules, "pandas", None)
-    with pytest.raises(ImportError, match="pip install pandas"):
+    monkeypatch.setitem(sys.modules, "xarray", None)
+    with pytest.raises(ImportError, match=r"to_pandas needs pandas: pip install 'jaxode\[data\]'"):
         res.to_pandas()
+    with pytest.raises(ImportError, match=r"to_xarray needs xarray: pip install 'jaxode\[data\]'"):
+        res.to_xarray()
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)
     from jaxode.tools import plot
@@ -327,8 +361,10 @@ def test_plots(rest_res):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from jaxode.tools import plot
-    res, _ = rest_res
+    res, _, _ = rest_res
     ax = plot.heatmap(res, "erp", "cfm", "rest")
+    assert (ax.get_xlabel(), ax.get_ylabel(), ax.get_title()) == ("erp", "cfm", "")
+    assert ax.figure.axes[-1].get_ylabel() == "rest [m]"  # the colour bar, with the unit
     mesh = ax.collections[0]
     np.testing.assert_allclose(np.asarray(mesh.get_array()).reshape(3, 4), res.reshape("rest").T)
     assert ax.get_yscale() == "log" and ax.get_xscale() == "linear"  # cfm spans 100x
@@ -336,8 +372,13 @@ def test_plots(rest_res):
     assert len(ax.lines) == 3
     for j, ln in enumerate(ax.lines):
         np.testing.assert_allclose(ln.get_ydata(), res.reshape("rest")[:, j])
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == [f"cfm = {c:g}" for c in CFMS]
     ax = plot.line(res, "cfm", "joint", where={"erp": 0.5}, log="")
     np.testing.assert_allclose(ax.lines[0].get_ydata(), res.reshape("joint")[2])
+    # a 2-D sweep shown as a line: the title names the slice
+    assert (ax.get_ylabel(), ax.get_title()) == ("joint [m]", "joint at erp = 0.5")
+    ax = plot.line(res, "cfm", "joint", where={"erp": 0.5}, title="")
+    assert ax.get_title() == ""
     with pytest.raises(ValueError, match="also varies 'cfm'"):
         plot.line(res, "erp", "rest")
     with pytest.raises(ValueError, match="not a metric"):

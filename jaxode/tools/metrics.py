@@ -29,7 +29,7 @@ from jaxode.sim import math as jm
 from jaxode.types import Model, State, Trajectory
 
 __all__ = ["max_penetration", "resting_penetration", "stop_distance", "bounce_height",
-           "energy", "energy_drift", "joint_error", "nonfinite", "overflow"]
+           "energy", "energy_drift", "joint_error", "nonfinite", "overflow", "unit_of"]
 
 
 def _depths(traj: Trajectory) -> jax.Array:
@@ -224,3 +224,31 @@ def _check_body(model: Model, body, name: str) -> None:
     if not isinstance(body, int) or not 0 <= body < model.nbody:
         raise ValueError(f"{name}: body must be a body index in [0, {model.nbody - 1}] "
                          f"(got {body!r})")
+
+
+# Units of the metrics above (SI), for tables and plot labels; "" = dimensionless.
+_UNITS = {max_penetration: "m", resting_penetration: "m", stop_distance: "m",
+          bounce_height: "m", energy: "J", joint_error: "m", nonfinite: "", overflow: ""}
+
+
+def unit_of(fn) -> str | None:
+    """The unit of metric ``fn`` ("m", "J", "" for dimensionless), or None when
+    unknown. A function of your own declares it with an attribute
+    (``my_metric.unit = "m/s"``); ``functools.partial`` of a metric keeps its unit
+    (``energy_drift`` is dimensionless, or J with ``relative=False``)."""
+    unit = getattr(fn, "unit", None)
+    if isinstance(unit, str):
+        return unit
+    kw = {}
+    while hasattr(fn, "func") and hasattr(fn, "keywords"):  # functools.partial
+        kw = {**fn.keywords, **kw}
+        fn = fn.func
+        unit = getattr(fn, "unit", None)
+        if isinstance(unit, str):
+            return unit
+    if fn is energy_drift:
+        return "" if kw.get("relative", True) else "J"
+    try:
+        return _UNITS.get(fn)
+    except TypeError:  # an unhashable callable
+        return None

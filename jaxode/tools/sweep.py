@@ -45,7 +45,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxode import api, params_spec
+from jaxode import api, compile_notice, params_spec
+from jaxode.tools.metrics import unit_of
 from jaxode.types import Model, Params, State, Trajectory
 
 __all__ = ["sweep", "SweepResult", "DEFAULT_MEMORY_BUDGET"]
@@ -184,6 +185,12 @@ class SweepResult:
     zipped: True for a ``zip=True`` sweep (all parameters share axis 0).
     stats: n_variants, n_steps, batch (worlds per compiled call), n_chunks,
       wall_s (seconds, compile included when it happened), world_steps_per_s.
+    units: column name -> unit ("m", "kg", "m/s^2", "" dimensionless); see
+      :meth:`unit` and :meth:`label`.
+
+    As data: :meth:`to_pandas` (a DataFrame indexed by the swept parameters)
+    and :meth:`to_xarray` (a Dataset with one dimension per parameter), with
+    the ``data`` extra (``pip install 'jaxode[data]'``: pandas, xarray, tqdm).
     """
 
     columns: dict
@@ -193,6 +200,7 @@ class SweepResult:
     axes: dict
     zipped: bool
     stats: dict
+    units: dict = dataclasses.field(default_factory=dict)
 
     def __len__(self) -> int:
         return int(np.prod(self.grid_shape))
@@ -214,22 +222,132 @@ class SweepResult:
         col = self.columns[name]
         return col.reshape(tuple(self.grid_shape) + col.shape[1:])
 
-    def to_pandas(self):
-        """The columns as a ``pandas.DataFrame`` (array-valued columns are split into
-        one column per component, named ``name[i]``)."""
-        try:
-            import pandas as pd
-        except ImportError:
-            raise ImportError("SweepResult.to_pandas needs pandas: pip install pandas") from None
+    def unit(self, name: str) -> str:
+        """The unit of column ``name`` ("" when dimensionless or unknown): a
+        parameter's from :mod:`jaxode.params_spec`, a metric's from
+        :func:`jaxode.metrics.unit_of` or ``sweep(units=...)``."""
+        if name not in self.columns:
+            raise ValueError(f"no column {name!r}; columns: {list(self.columns)}")
+        return self.units.get(name) or ""
+
+    def label(self, name: str) -> str:
+        """``name [unit]`` (just ``name`` when dimensionless), for axes and tables."""
+        u = self.unit(name)
+        return f"{name} [{u}]" if u else name
+
+    def _flat_columns(self, names) -> dict:
+        """name -> 1-D column; array-valued columns split into ``name[i]`` / ``name[i,j]``."""
         flat = {}
-        for name, col in self.columns.items():
+        for name in names:
+            col = np.asarray(self.columns[name])
             if col.ndim == 1:
                 flat[name] = col
                 continue
             comps = col.reshape(col.shape[0], -1)
             for j, idx in enumerate(np.ndindex(*col.shape[1:])):
                 flat[f"{name}[{','.join(str(i) for i in idx)}]"] = comps[:, j]
-        return pd.DataFrame(flat)
+        return flat
+
+    def _index_values(self, name: str) -> list:
+        """A parameter's values along its grid axis, hashable: floats, or tuples of
+        floats for vector-valued parameters."""
+        v = np.asarray(self.axes[name])
+        if v.ndim == 1:
+            return v.tolist()
+        return [tuple(np.ravel(row).tolist()) for row in v]
+
+    def to_pandas(self, index: bool = True):
+        """The table as a ``pandas.DataFrame`` (needs the ``data`` extra:
+        ``pip install 'jaxode[data]'``).
+
+        ``index=True``: one row per variant, indexed by the swept parameters (a
+        ``MultiIndex`` with one level per parameter, in grid order, or a plain
+        ``Index`` for one parameter; a vector-valued parameter's level holds
+        tuples), one column per metric, so ``df.loc[(0.2, 1e-5)]`` or
+        ``df.xs(0.2, level="erp")`` select and ``df["depth"].unstack()`` makes a
+        2-D table. ``index=False``: a flat table with the parameters as columns
+        too. Array-valued columns are split into one column per component,
+        ``name[i]``. Units (see :meth:`unit`) are in ``df.attrs["units"]``.
+        """
+        try:
+            import pandas as pd
+        except ImportError:
+            raise ImportError("SweepResult.to_pandas needs pandas: pip install 'jaxode[data]' "
+                              "(or pip install pandas)") from None
+        units = {n: self.unit(n) for n in self.columns}
+        if not index:
+            df = pd.DataFrame(self._flat_columns(list(self.params) + list(self.metrics)))
+        else:
+            if self.zipped:
+                arrays = [self._index_values(n) for n in self.params]
+                idx = (pd.MultiIndex.from_arrays(arrays, names=list(self.params))
+                       if len(arrays) > 1 else pd.Index(arrays[0], name=self.params[0],
+                                                     tupleize_cols=False))
+            else:
+                levels = [self._index_values(n) for n in self.params]
+                idx = (pd.MultiIndex.from_product(levels, names=list(self.params))
+                       if len(levels) > 1 else pd.Index(levels[0], name=self.params[0],
+                                                        tupleize_cols=False))
+            df = pd.DataFrame(self._flat_columns(self.metrics), index=idx)
+        df.attrs["units"] = units
+        df.attrs["stats"] = dict(self.stats)
+        return df
+
+    def to_xarray(self):
+        """The sweep as an ``xarray.Dataset`` (needs the ``data`` extra:
+        ``pip install 'jaxode[data]'``).
+
+        A full grid has one dimension per swept parameter (named by it, its
+        values as the coordinate; a vector-valued parameter's dimension counts
+        its values 0, 1, ... and the coordinate ``<name>_value`` holds them);
+        a zip sweep has one dimension ``"variant"`` with the parameters as
+        coordinates along it. Each metric is a data variable over those
+        dimensions (array-valued metrics add ``<metric>_dim0``, ...). Every
+        variable's ``attrs["units"]`` holds its unit (see :meth:`unit`), and
+        parameters carry ``attrs["description"]`` from :mod:`jaxode.params_spec`;
+        ``ds.attrs`` holds the run's ``stats``.
+        """
+        try:
+            import xarray as xr
+        except ImportError:
+            raise ImportError("SweepResult.to_xarray needs xarray: pip install 'jaxode[data]' "
+                              "(or pip install xarray)") from None
+
+        def attrs(name):
+            a = {"units": self.unit(name)}
+            spec = params_spec.SPECS.get(_field_of(name))
+            if name in self.params and spec is not None:
+                a["description"] = spec.doc
+            return a
+
+        coords = {}
+        if self.zipped:
+            dims = ("variant",)
+            coords["variant"] = np.arange(len(self))
+            for n in self.params:
+                v = np.asarray(self.columns[n])
+                coords[n] = (dims + tuple(f"{n}_dim{i}" for i in range(v.ndim - 1)), v, attrs(n))
+        else:
+            dims = tuple(self.params)
+            for n in self.params:
+                v = np.asarray(self.axes[n])
+                if v.ndim == 1:
+                    coords[n] = ((n,), v, attrs(n))
+                else:
+                    coords[n] = np.arange(len(v))
+                    coords[f"{n}_value"] = ((n,) + tuple(f"{n}_dim{i}" for i in range(v.ndim - 1)),
+                                            v, attrs(n))
+        data = {}
+        for m in self.metrics:
+            arr = self.reshape(m)
+            extra = tuple(f"{m}_dim{i}" for i in range(arr.ndim - len(self.grid_shape)))
+            data[m] = (dims + extra, arr, attrs(m))
+        return xr.Dataset(data, coords=coords, attrs={f"sweep_{k}": v for k, v in self.stats.items()})
+
+
+def _field_of(name: str) -> str:
+    """The Params field of a column name (``"mu[2]"`` -> ``"mu"``)."""
+    return name.split("[", 1)[0].strip()
 
 
 # ------------------------------------------------------------------ running
@@ -319,7 +437,8 @@ class _Progress:
 def sweep(model: Model, state: State, n_steps: int, dt: float,
           grid: Mapping[Any, Any], metrics: Mapping[str, Callable], zip: bool = False,
           chunk_size: Optional[int] = None, progress: Union[None, bool, Callable] = None,
-          memory_budget: Optional[int] = None) -> SweepResult:
+          memory_budget: Optional[int] = None,
+          units: Optional[Mapping[str, str]] = None) -> SweepResult:
     """Roll out one scene for every variant of its parameters; evaluate ``metrics``.
 
     model, state: the scene and ONE world's initial state (``jaxode.init(model)``).
@@ -341,9 +460,15 @@ def sweep(model: Model, state: State, n_steps: int, dt: float,
       compiled function, and so does any later sweep of the same model, state
       shapes, n_steps, metric functions and batch (all Params fields travel
       batched, whichever are swept).
-    progress: None: report on stderr (tqdm when installed) when there is more
-      than one chunk; True/False: always/never; a callable gets
-      ``(variants_done, total)`` after each chunk.
+    progress: None: report on stderr (a tqdm bar when tqdm is installed, else
+      one line per chunk) when there is more than one chunk; True/False:
+      always/never; a callable gets ``(variants_done, total)`` after each
+      chunk. The first call of a new shape also prints one line "jaxode:
+      compiling the sweep ..." when its compilation lasts over 2 s (see
+      :mod:`jaxode.compile_notice`; ``progress=False`` silences it too).
+    units: metric name -> unit for the tables and plot labels, where
+      :func:`jaxode.metrics.unit_of` does not know it (your own metrics; or
+      set ``fn.unit``). Parameters' units come from :mod:`jaxode.params_spec`.
 
     Returns a :class:`SweepResult` (``stats`` holds the batch, the number of
     chunks, the wall time and world-steps/s). Raises ValueError for an unknown
@@ -365,6 +490,11 @@ def sweep(model: Model, state: State, n_steps: int, dt: float,
         if not isinstance(name, str) or not callable(fn):
             raise ValueError(f"sweep: metrics: {name!r} must map a str name to a callable "
                              "fn(model, traj, final)")
+    units = dict(units or {})
+    for name, u in units.items():
+        if name not in metrics or not isinstance(u, str):
+            raise ValueError(f"sweep: units: {name!r}: {u!r} must map a metric name (one of "
+                             f"{list(metrics)}) to a unit string")
 
     keys = [_parse_key(k, params) for k in grid]
     names = [k.name for k in keys]
@@ -438,8 +568,10 @@ def sweep(model: Model, state: State, n_steps: int, dt: float,
             # Variants c*batch ... (padded with the last variant up to the batch size).
             rows = np.minimum(np.arange(c * batch, (c + 1) * batch), n - 1)
             chunk = params.replace(**{f: jnp.asarray(v[rows]) for f, v in full.items()})
-            res = _run_batch_jit(model, state, dt_arr, chunk, n_steps=n_steps,
-                                 metric_items=metric_items)
+            with compile_notice.notice(f"the sweep ({batch} worlds x {n_steps} steps, "
+                                       f"{model.nbody} bod{'y' if model.nbody == 1 else 'ies'})", enabled=progress is not False):
+                res = _run_batch_jit(model, state, dt_arr, chunk, n_steps=n_steps,
+                                     metric_items=metric_items)
             outs.append(jax.tree.map(np.asarray, res))
             report.update(min((c + 1) * batch, n), min(batch, n - c * batch))
     finally:
@@ -454,6 +586,11 @@ def sweep(model: Model, state: State, n_steps: int, dt: float,
         axes = {k.name: v for k, v in builtins.zip(keys, values)}
     stats = dict(n_variants=n, n_steps=n_steps, batch=batch, n_chunks=n_chunks, wall_s=wall,
                  world_steps_per_s=n * n_steps / wall if wall > 0 else float("inf"))
+    col_units = {k.name: params_spec.SPECS[k.field].unit if k.field in params_spec.SPECS else ""
+                 for k in keys}
+    for name, fn in metric_items:
+        col_units[name] = units.get(name, unit_of(fn) or "")
     return SweepResult(columns=columns, params=tuple(names), metrics=tuple(metrics),
-                       grid_shape=grid_shape, axes=axes, zipped=bool(zip), stats=stats)
+                       grid_shape=grid_shape, axes=axes, zipped=bool(zip), stats=stats,
+                       units=col_units)
 

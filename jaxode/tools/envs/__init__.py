@@ -45,7 +45,9 @@ def make(name: str, **options) -> Env:
     unknown = sorted(set(options) - set(allowed))
     if unknown:
         raise ValueError(f"env {name!r}: unknown option(s) {unknown}; options are {allowed}")
-    return cls(**options)
+    from jaxode import compile_notice
+    with compile_notice.notice(f"env {name!r} (building it)"):
+        return cls(**options)
 
 
 __all__ = ["make", "ENVS", "Env", "EnvState", "AutoReset", "to_gymnasium", "CartPole",

@@ -29,6 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import jaxode
+from jaxode import compile_notice
 from jaxode._struct import pytree_dataclass
 from jaxode.tools.envs.randomize import check_randomize, randomize_params
 from jaxode.types import Model, Params, State
@@ -183,7 +184,15 @@ class Env:
     def _jit(self, name: str, make):
         cache = self.__dict__.setdefault("_jit_cache", {})
         if name not in cache:
-            cache[name] = jax.jit(make())
+            fn = jax.jit(make())
+            what = f"env {self.name!r} {name}"
+
+            def call(*args, _fn=fn, _what=what):
+                # a one-line notice when the first call of new shapes compiles for long
+                with compile_notice.notice(_what, enabled=not any(
+                        isinstance(x, jax.core.Tracer) for x in jax.tree.leaves(args))):
+                    return _fn(*args)
+            cache[name] = call
         return cache[name]
 
     def check_action(self, action, batch: tuple = ()) -> None:
