@@ -29,7 +29,7 @@ def test_readme_has_python_blocks():
     assert all("import" in b for b in BLOCKS), "every block imports what it uses"
 
 
-@pytest.mark.slow
+@pytest.mark.extended
 @pytest.mark.parametrize("block", BLOCKS, ids=[f"block{i}" for i in range(len(BLOCKS))])
 def test_readme_block_runs(block):
     for word, pkg in NEEDS.items():

@@ -87,6 +87,10 @@ def unless_none(mask: jax.Array, fn, *args):
     """``fn(*args)`` if any entry of ``mask`` is True (in any world of a batch), else
     zeros of the same structure (a pytree of arrays). ``fn`` must give zeros'
     worth of meaning where the mask is False (callers mark such slots invalid)."""
+    # One Python trace of ``fn``: as a jitted function its jaxpr is cached for
+    # the unbatched shapes (eval_shape, custom_vmap's primal) and vmap batches
+    # that jaxpr (the rule) without running ``fn`` again.
+    fn = jax.jit(fn)
     out_shape = jax.eval_shape(fn, *args)
 
     def zeros(*_):
