@@ -480,7 +480,9 @@ class _Loader:
                                "box, ellipsoid, mesh, hfield; sdf not supported)")
         return gtype, size, T
 
-    def mesh_points(self, g: Node, cls: str) -> np.ndarray:
+    def mesh_points(self, g: Node, cls: str):
+        """(points whose convex hull is the collision shape, (vertices, faces)
+        of the mesh or None for inline vertices)."""
         rep = self.rep
         mname = self.attr(g, "mesh", cls)
         if mname is None or mname not in self.meshes:
@@ -488,6 +490,7 @@ class _Loader:
                                f"{sorted(self.meshes)})")
         m = self.meshes[mname]
         scale = self.floats(m, "scale", "main", 3, (1.0, 1.0, 1.0))
+        tri = None
         if "vertex" in m.attrib:
             v = self.floats(m, "vertex", "main").reshape(-1, 3) * scale
         else:
@@ -499,19 +502,18 @@ class _Loader:
             path = f if os.path.isabs(f) else os.path.join(base, self.meshdir, f)
             try:
                 from jaxode.io.mesh_files import load_mesh
-            except ImportError:
-                raise rep.error(m, "mesh files need jaxode.io.mesh_files (with trimesh: "
-                                   "pip install jaxode[meshes])") from None
-            try:
-                v = np.asarray(load_mesh(path, scale).vertices, dtype=np.float64)
+                mf = load_mesh(path, scale)
+            except ImportError as e:
+                raise rep.error(m, f"mesh files need trimesh (pip install jaxode[meshes]): {e}") \
+                    from None
             except (ValueError, OSError) as e:
                 raise rep.error(m, f"cannot read mesh {path!r}: {e}") from None
+            v = np.asarray(mf.vertices, dtype=np.float64)
+            tri = (v, np.asarray(mf.faces))
         if v.shape[0] < 4:
             raise rep.error(m, f"a mesh needs at least 4 vertices (got {v.shape[0]})")
-        if v.shape[0] > 64:
-            from jaxode.io.mesh_files import hull_points
-            v = hull_points(v)
-        return v
+        from jaxode.io.mesh_files import hull_points
+        return hull_points(v), tri
 
     def geom_mass(self, g: Node, cls: str, gtype: str, size, pts) -> Optional[mass_lib.Mass]:
         """The geom's mass in its own frame, or None (plane, hfield, mass 0)."""
@@ -538,7 +540,24 @@ class _Loader:
             m = m_attr if m_attr is not None else rho * 4.0 / 3.0 * math.pi * a * b * c
             return mass_lib.from_inertia(m, np.diag([b * b + c * c, a * a + c * c,
                                                      a * a + b * b]) * m / 5.0)
-        return mass_lib.convex(pts, **kw)  # mesh
+        hull, tri = pts
+        mname = self.attr(g, "mesh", cls)
+        mode = self.meshes[mname].attrib.get("inertia", "legacy")
+        if mode not in ("legacy", "exact", "convex", "shell"):
+            raise self.rep.error(self.meshes[mname], f"inertia must be legacy, exact, convex or "
+                                                     f"shell (got {mode!r})")
+        if mode == "shell":
+            self.rep.warn(self.meshes[mname], "mesh inertia 'shell' is not supported; 'exact' "
+                                              "(the solid) used", key="mesh shell")
+            mode = "exact"
+        if tri is None or mode == "convex":
+            return mass_lib.convex(hull if tri is None else tri[0], **kw)
+        try:
+            if mode == "exact":
+                return mass_lib.trimesh(tri[0], tri[1], **kw)
+            return _legacy_mesh_mass(tri[0], tri[1], **kw)
+        except ValueError as e:
+            raise self.rep.error(g, f"mesh {mname!r}: {e}") from None
 
     def surface(self, g: Node, cls: str) -> Surface:
         fr = self.floats(g, "friction", cls, (1, 2, 3), DEFAULT_FRICTION)
@@ -626,7 +645,7 @@ class _Loader:
                 return b.add_capsule(size[0], 2 * size[1], **pose, **kw)
             if gtype == "cylinder":
                 return b.add_cylinder(size[0], 2 * size[1], **pose, **kw)
-            return b.add_convex(pts, **pose, **kw)  # mesh, ellipsoid
+            return b.add_convex(pts[0] if gtype == "mesh" else pts, **pose, **kw)
         except ValueError as e:
             raise rep.error(g, str(e)) from None
 
@@ -644,6 +663,37 @@ def _ellipsoid_points(radii) -> np.ndarray:
     mid = v[i] + v[j]
     mid /= np.linalg.norm(mid, axis=1, keepdims=True)
     return np.concatenate([v, mid]) * np.asarray(radii, dtype=np.float64)[:3]
+
+
+def _legacy_mesh_mass(v, f, density=None, total=None) -> mass_lib.Mass:
+    """MuJoCo's default mesh inertia ("legacy", mjMESH_INERTIA_LEGACY, as
+    mjCMesh::Process computes it): the centre of mass from pyramids with
+    their apex at the area-weighted centroid of the faces, then volume and
+    inertia from pyramids with their apex at that centre; every pyramid's
+    volume taken positive (exact for meshes star-shaped about those points,
+    more otherwise)."""
+    tris = np.asarray(v, dtype=np.float64)[np.asarray(f)]  # (T, 3, 3)
+    cr = np.cross(tris[:, 1] - tris[:, 0], tris[:, 2] - tris[:, 0])
+    area = 0.5 * np.linalg.norm(cr, axis=1)
+    ok = area > 0
+    tris, cr, area = tris[ok], cr[ok], area[ok]
+    normal = cr / (2 * area[:, None])
+    cen = tris.mean(axis=1)
+    facecen = (area[:, None] * cen).sum(axis=0) / area.sum()
+    vol = np.abs(np.einsum("ti,ti->t", cen - facecen, normal) * area / 3)
+    if not vol.sum() > 0:
+        raise ValueError("the mesh encloses no volume")
+    com = (vol[:, None] * (0.75 * cen + 0.25 * facecen)).sum(axis=0) / vol.sum()
+    u = tris - com
+    vol = np.abs(np.einsum("ti,ti->t", u.mean(axis=1), normal) * area / 3)
+    volume = float(vol.sum())
+    s = u.sum(axis=1)
+    P = ((vol / 20.0)[:, None, None] * (np.einsum("tki,tkj->tij", u, u)
+                                        + np.einsum("ti,tj->tij", s, s))).sum(axis=0)
+    rho = density if total is None else total / volume
+    I = rho * (np.trace(P) * np.eye(3) - P)
+    m = mass_lib.from_inertia(rho * volume, 0.5 * (I + I.T))
+    return mass_lib.translate(m, com)
 
 
 def _mass_in(m: mass_lib.Mass, T: np.ndarray) -> mass_lib.Mass:
@@ -718,12 +768,13 @@ def load_mjcf(path_or_string, builder: Optional[WorldBuilder] = None) -> WorldBu
             gtype, size, T_g = ld.geom_shape(g, cls)
             pts = None
             if gtype == "mesh":
-                pts = ld.mesh_points(g, cls)
+                pts, tri = ld.mesh_points(g, cls)
             elif gtype == "ellipsoid":
                 pts = _ellipsoid_points(size)
                 rep.warn(g, "ellipsoid collides as the convex hull of 42 surface points "
                             "(mass exact)", key="ellipsoid")
-            shapes.append((g, cls, gtype, size, pts, T_rel @ T_g))
+            shapes.append((g, cls, gtype, size, (pts, tri) if gtype == "mesh" else pts,
+                           T_rel @ T_g))
         r["shapes"] = shapes
         m = None
         ine = r["inertial"]
