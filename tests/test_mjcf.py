@@ -281,8 +281,11 @@ def _suite_files():
 @pytest.mark.extended
 def test_dm_control_suite_loads_and_matches_mujoco():
     """Every dm_control suite domain XML loads; masses, inertias and joints
-    agree with MuJoCo (1e-9; the dog's meshes: principal moments 1e-9, the
-    tensor 1e-7, MuJoCo's mesh frames come from its iterative eigensolver)."""
+    agree with MuJoCo to 1e-9 (measured: 2e-14 at most), except the dog's
+    meshes: 1e-7 (measured 1.2e-8 for the tensor, 6e-9 for the principal
+    moments of bodies with several meshes): one mesh's principal moments
+    agree to 1e-13, but MuJoCo stores each mesh in the principal frame of its
+    iterative eigensolver, good to ~1e-8, which the sum carries)."""
     pytest.importorskip("mujoco")
     pytest.importorskip("trimesh")
     from mjcf_compare import compare
@@ -293,7 +296,7 @@ def test_dm_control_suite_loads_and_matches_mujoco():
             warnings.simplefilter("ignore")
             err, _, _ = compare(f)
         for k, v in err.items():
-            tol = 1e-7 if (k == "inertia" and f.endswith("dog.xml")) else 1e-9
+            tol = 1e-7 if (k in ("inertia", "principal") and f.endswith("dog.xml")) else 1e-9
             assert v < tol, (os.path.basename(f), k, v)
 
 

@@ -489,7 +489,7 @@ class _Loader:
             raise rep.error(g, f"mesh {mname!r} is not an <asset><mesh> (known: "
                                f"{sorted(self.meshes)})")
         m = self.meshes[mname]
-        scale = self.floats(m, "scale", "main", 3, (1.0, 1.0, 1.0))
+        scale = self.floats(m, "scale", self.cls_of(m, "main"), 3, (1.0, 1.0, 1.0))
         tri = None
         if "vertex" in m.attrib:
             v = self.floats(m, "vertex", "main").reshape(-1, 3) * scale
@@ -542,7 +542,8 @@ class _Loader:
                                                      a * a + b * b]) * m / 5.0)
         hull, tri = pts
         mname = self.attr(g, "mesh", cls)
-        mode = self.meshes[mname].attrib.get("inertia", "legacy")
+        mnode = self.meshes[mname]
+        mode = self.attr(mnode, "inertia", self.cls_of(mnode, "main"), "legacy")
         if mode not in ("legacy", "exact", "convex", "shell"):
             raise self.rep.error(self.meshes[mname], f"inertia must be legacy, exact, convex or "
                                                      f"shell (got {mode!r})")
