@@ -356,3 +356,26 @@ def test_cartpole_trajectory_matches_mujoco():
         errs.append(np.abs(ref - q).max(axis=0))
     assert np.all(errs[0] < 5e-4), errs
     assert np.all(errs[1] < errs[0] / 1.6), errs
+
+
+def test_parent_filter_across_chains_and_excludes():
+    """MuJoCo never collides a body with its parent (filterparent) nor the
+    pairs of <contact><exclude>: through the intermediate bodies of a chain
+    too (WorldBuilder.exclude_pair), while other pairs still collide."""
+    xml = """<mujoco><worldbody>
+      <body name="p" pos="0 0 1"><joint/><geom name="gp" size="0.2"/>
+        <body name="d" pos="0.1 0 0"><joint/><joint type="slide"/><geom name="gd" size="0.2"/></body>
+        <body name="e" pos="0 0.1 0"><joint/><geom name="ge" size="0.2"/></body>
+        <body name="f" pos="0 -0.1 0"><joint/><geom name="gf" size="0.2"/></body>
+      </body></worldbody>
+      <contact><exclude body1="e" body2="d"/></contact></mujoco>"""
+    b, _ = _load(xml)
+    model = b.build()
+    g = b.mjcf_info["geoms"]
+    pairs = {frozenset((int(x), int(y))) for pg in model.pair_groups
+             for x, y in zip(np.asarray(pg.geom1), np.asarray(pg.geom2))}
+    name = {v: k for k, v in g.items()}
+    got = {frozenset(name[i] for i in p) for p in pairs}
+    assert got == {frozenset(p) for p in (("gd", "gf"), ("ge", "gf"))}
+    with pytest.raises(ValueError, match="exclude_pair: body1 and body2 must differ"):
+        b.exclude_pair(0, 0)

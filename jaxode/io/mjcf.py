@@ -572,10 +572,12 @@ class _Loader:
         if condim == 6:
             self.rep.warn(g, "condim 6: rolling friction [m] has no exact jaxode counterpart "
                              "(jaxode's rolling is dimensionless), ignored", key="condim 6")
-        for k in ("solref", "solimp", "solmix", "priority", "margin", "gap"):
+        for k in ("solref", "solimp", "solmix", "priority", "margin", "gap", "fluidshape"):
             v = self.attr(g, k, cls)
-            if v is not None and k in g.attrib:
-                self.rep.warn(g, f"geom {k} has no ODE counterpart, ignored", key=f"geom {k}")
+            if v is None or (k in ("margin", "gap", "priority") and float(v) == 0) or (
+                    k == "fluidshape" and v == "none"):
+                continue
+            self.rep.warn(g, f"geom {k} has no ODE counterpart, ignored", key=f"geom {k}")
         try:
             s = Surface(**kw)
             s.validate("surface")
@@ -872,6 +874,8 @@ def load_mjcf(path_or_string, builder: Optional[WorldBuilder] = None) -> WorldBu
             continue
         parent = ode_body[group[r["parent"]]]
         links = [parent] + r["chain"] + [ode_body[i]]
+        if r["chain"] and parent is not None:  # MuJoCo's filterparent across the chain
+            b.exclude_pair(parent, ode_body[i])
         for k, (jn, cls, T_rel) in enumerate(r["joints"]):
             jtype = "free" if jn.tag == "freejoint" else ld.attr(jn, "type", cls, "hinge")
             jname = jn.attrib.get("name", f"{r['name']}_joint{k}")
@@ -913,7 +917,8 @@ def load_mjcf(path_or_string, builder: Optional[WorldBuilder] = None) -> WorldBu
                              key=f"joint {key}")
             for key in ("solreflimit", "solimplimit", "solreffriction", "solimpfriction",
                         "margin"):
-                if key in jn.attrib:
+                v = ld.attr(jn, key, cls)
+                if v is not None and not (key == "margin" and float(v) == 0):
                     rep.warn(jn, f"joint {key} has no ODE counterpart, ignored",
                              key=f"joint {key}")
             try:
@@ -944,8 +949,22 @@ def load_mjcf(path_or_string, builder: Optional[WorldBuilder] = None) -> WorldBu
                 rep.warn(c, f"<{tag}> <{c.tag}> has no ODE counterpart, ignored", key=f"{tag}")
     for n in root.findall("contact"):
         for c in n.children:
-            rep.warn(c, f"<contact><{c.tag}> is not supported (jaxode filters contacts by "
-                        "contype/conaffinity bits and joints only), ignored")
+            if c.tag == "exclude":
+                n1, n2 = c.attrib.get("body1"), c.attrib.get("body2")
+                for nm in (n1, n2):
+                    if nm not in names:
+                        raise rep.error(c, f"no body named {nm!r}")
+                b1, b2 = ode_body[group[names[n1]]], ode_body[group[names[n2]]]
+                if b1 is not None and b2 is not None and b1 != b2:
+                    b.exclude_pair(b1, b2)
+                elif b1 is None and b2 is None or b1 == b2:
+                    continue  # static-static or one rigid body: never collide anyway
+                else:
+                    rep.warn(c, "excluding a static body's contacts is not supported (jaxode "
+                                "excludes pairs of moving bodies), ignored", key="exclude static")
+            else:
+                rep.warn(c, f"<contact><{c.tag}> is not supported (jaxode filters contacts by "
+                            "contype/conaffinity bits, joints and excludes), ignored")
     if not b.bodies:
         rep.warn(root, "the model has no moving body; WorldBuilder.build() needs a body",
                  key="no bodies")
@@ -1003,8 +1022,12 @@ def _actuator(ld: _Loader, a: Node, info: dict) -> None:
         rep.warn(a, "only joint transmissions are supported (tendon / site / body: ignored)",
                  key="actuator transmission")
         return
-    if jname not in info["joints"] or info["joint_type"].get(jname) not in ("hinge", "slide"):
-        raise rep.error(a, f"joint {jname!r} is not a hinge or slide joint of this model")
+    if jname not in info["joint_type"]:
+        raise rep.error(a, f"no hinge, slide or ball joint named {jname!r} in this model "
+                           "(free joints have no ODE joint)")
+    if info["joint_type"][jname] not in ("hinge", "slide"):
+        rep.warn(a, "actuators on ball joints are not supported, ignored", key="actuator ball")
+        return
 
     def get(key, default=None):
         v = ld.attr(a, key, cls)
