@@ -173,6 +173,16 @@ def test_contact_disable_and_static_bodies():
     assert all(g["category"] == 0 and g["collide"] == 0 for g in b.geoms)
     assert b.mjcf_info["bodies"]["s"] is None  # no joint under the world: static
     np.testing.assert_allclose(b.geoms[b.mjcf_info["geoms"]["gs"]]["pos"], [0, 0, 1])
+    # a geom that never collides (contype = conaffinity = 0): its mass counts, the geom is
+    # added only with visual_geoms=True
+    vis = xml.replace('<geom name="gm" size="0.1"/>', '<geom name="gm" size="0.1"/>'
+                      '<geom name="look" size="0.1" contype="0" conaffinity="0" mass="2"/>')
+    b2, _ = _load(vis)
+    assert "look" not in b2.mjcf_info["geoms"] and b2.mjcf_info["visual_geoms"] == ["look"]
+    km = b2.mjcf_info["bodies"]["m"]
+    assert b2.bodies[km]["mass"] == pytest.approx(2 + RHO * 4 / 3 * math.pi * 0.1 ** 3)
+    b3 = jaxode.load_mjcf(vis, visual_geoms=True)
+    assert "look" in b3.mjcf_info["geoms"] and len(b3.geoms) == len(b2.geoms) + 1
 
 
 def test_errors_name_file_and_line(tmp_path):

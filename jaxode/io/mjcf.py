@@ -172,10 +172,14 @@ class _Loader:
         self.settotalmass = None
         self.defaults: dict[str, dict] = {"main": {}}
         self.meshes: dict[str, Node] = {}
+        self.mesh_cache: dict[str, tuple] = {}
+        self.hull_cache: dict[str, np.ndarray] = {}
         self.hfields: dict[str, Node] = {}
         self.contact_off = False
         self.info = dict(bodies={}, frames={}, intermediates={}, joints={}, joint_ref={},
-                         joint_type={}, geoms={}, actuators={}, unsupported=rep.unsupported)
+                         joint_type={}, geoms={}, visual_geoms=[], actuators={},
+                         unsupported=rep.unsupported)
+        self.visual_geoms = False
 
     # ---------------------------------------------------------------- values
     def attr(self, node: Node, key: str, cls: str, default=None):
@@ -481,14 +485,20 @@ class _Loader:
         return gtype, size, T
 
     def mesh_points(self, g: Node, cls: str):
-        """(points whose convex hull is the collision shape, (vertices, faces)
-        of the mesh or None for inline vertices)."""
+        """(vertices, (vertices, faces) of a mesh file or None for inline
+        vertices), read once per mesh asset."""
         rep = self.rep
         mname = self.attr(g, "mesh", cls)
         if mname is None or mname not in self.meshes:
             raise rep.error(g, f"mesh {mname!r} is not an <asset><mesh> (known: "
                                f"{sorted(self.meshes)})")
-        m = self.meshes[mname]
+        if mname in self.mesh_cache:
+            return self.mesh_cache[mname]
+        self.mesh_cache[mname] = out = self._mesh_points(self.meshes[mname])
+        return out
+
+    def _mesh_points(self, m: Node):
+        rep = self.rep
         scale = self.floats(m, "scale", self.cls_of(m, "main"), 3, (1.0, 1.0, 1.0))
         tri = None
         if "vertex" in m.attrib:
@@ -512,8 +522,7 @@ class _Loader:
             tri = (v, np.asarray(mf.faces))
         if v.shape[0] < 4:
             raise rep.error(m, f"a mesh needs at least 4 vertices (got {v.shape[0]})")
-        from jaxode.io.mesh_files import hull_points
-        return hull_points(v), tri
+        return v, tri
 
     def geom_mass(self, g: Node, cls: str, gtype: str, size, pts) -> Optional[mass_lib.Mass]:
         """The geom's mass in its own frame, or None (plane, hfield, mass 0)."""
@@ -540,7 +549,7 @@ class _Loader:
             m = m_attr if m_attr is not None else rho * 4.0 / 3.0 * math.pi * a * b * c
             return mass_lib.from_inertia(m, np.diag([b * b + c * c, a * a + c * c,
                                                      a * a + b * b]) * m / 5.0)
-        hull, tri = pts
+        verts, tri = pts
         mname = self.attr(g, "mesh", cls)
         mnode = self.meshes[mname]
         mode = self.attr(mnode, "inertia", self.cls_of(mnode, "main"), "legacy")
@@ -552,7 +561,7 @@ class _Loader:
                                               "(the solid) used", key="mesh shell")
             mode = "exact"
         if tri is None or mode == "convex":
-            return mass_lib.convex(hull if tri is None else tri[0], **kw)
+            return mass_lib.convex(verts, **kw)
         try:
             if mode == "exact":
                 return mass_lib.trimesh(tri[0], tri[1], **kw)
@@ -621,8 +630,12 @@ class _Loader:
     def add_geom(self, b: WorldBuilder, g: Node, cls: str, gtype: str, size, pts,
                  T_world: np.ndarray, body: Optional[int], T_body: np.ndarray):
         rep = self.rep
-        ct = 0 if self.contact_off else int(self.scalar(g, "contype", cls, 1))
-        ca = 0 if self.contact_off else int(self.scalar(g, "conaffinity", cls, 1))
+        ct, ca = int(self.scalar(g, "contype", cls, 1)), int(self.scalar(g, "conaffinity", cls, 1))
+        if ct == 0 and ca == 0 and not self.visual_geoms:
+            self.info["visual_geoms"].append(g.attrib.get("name", f"<line {g.line}>"))
+            return None
+        if self.contact_off:
+            ct = ca = 0
         kw = dict(surface=self.surface(g, cls), category_bits=ct, collide_bits=ca)
         T_rel = inv(T_body) @ T_world if body is not None else T_world
         pose = dict(body=body, pos=T_rel[:3, 3], quat=mat_to_quat(T_rel[:3, :3]))
@@ -648,7 +661,13 @@ class _Loader:
                 return b.add_capsule(size[0], 2 * size[1], **pose, **kw)
             if gtype == "cylinder":
                 return b.add_cylinder(size[0], 2 * size[1], **pose, **kw)
-            return b.add_convex(pts[0] if gtype == "mesh" else pts, **pose, **kw)
+            if gtype == "mesh":
+                from jaxode.io.mesh_files import hull_points  # at most 64 hull vertices
+                key = self.attr(g, "mesh", cls)
+                if key not in self.hull_cache:
+                    self.hull_cache[key] = hull_points(pts[0])
+                return b.add_convex(self.hull_cache[key], **pose, **kw)
+            return b.add_convex(pts, **pose, **kw)  # ellipsoid
         except ValueError as e:
             raise rep.error(g, str(e)) from None
 
@@ -708,17 +727,24 @@ def _scale(m: mass_lib.Mass, s: float) -> mass_lib.Mass:
     return mass_lib.Mass(m.mass * s, m.com, m.inertia * s)
 
 
-def load_mjcf(path_or_string, builder: Optional[WorldBuilder] = None) -> WorldBuilder:
+def load_mjcf(path_or_string, builder: Optional[WorldBuilder] = None,
+              visual_geoms: bool = False) -> WorldBuilder:
     """Read an MJCF file or string (XML starting with ``<``) into ``builder``
     (a new :class:`WorldBuilder` with the model's ``<option>`` when None);
     see the module docstring and docs/MJCF.md for what is read. Returns the
-    builder with ``builder.dt`` [s] and ``builder.mjcf_info``."""
+    builder with ``builder.dt`` [s] and ``builder.mjcf_info``.
+
+    visual_geoms: geoms with contype = conaffinity = 0 never collide (MuJoCo
+    models use them for looks); their mass always counts, but they are added
+    as geoms (for ``raycast`` / rendering) only when True. Their names are in
+    ``mjcf_info["visual_geoms"]``."""
     root, name = parse(path_or_string)
     rep = _Rep(name)
     if root.tag != "mujoco":
         raise rep.error(root, "the root element must be <mujoco> (an MJCF file)")
     base = os.path.dirname(os.path.abspath(name)) if name != "<string>" else os.getcwd()
     ld = _Loader(rep, root, base)
+    ld.visual_geoms = bool(visual_geoms)
     ld.expand_includes(root, name)
     for c in root.findall("compiler"):
         ld.compiler(c)
