@@ -38,7 +38,10 @@ What is read (MuJoCo XML reference, "MJCF modeling" chapter):
   range -> stops when limited (autolimits), shifted by ``ref`` (ODE's angle is
   zero at the build pose, MuJoCo's qpos0 is ref); frictionloss -> an ODE
   joint motor with vel 0 and fmax = frictionloss (dry friction, as Gazebo's
-  ``<friction>``); damping, armature, stiffness warned (no ODE counterpart).
+  ``<friction>``); damping, stiffness and springref -> :class:`Passive`
+  records in ``mjcf_info["passive"]`` that :func:`apply_passive` turns into
+  joint torques each step (explicit; ODE has no joint springs or dampers),
+  with a warning saying so; armature warned (no ODE counterpart).
 * Geoms: plane (static: normal = geom z), sphere, capsule and cylinder (size
   or fromto), box, ellipsoid (approximated by the convex hull of 42 points of
   its surface; the mass is the exact ellipsoid's), mesh (convex hull, as
@@ -67,7 +70,8 @@ attributes listed above are warned once per name.
 ``frames`` (name -> (4, 4) world transform of the MJCF body frame at build),
 ``intermediates`` (name -> ODE bodies between it and its parent),
 ``joints`` (name -> ODE joint index), ``joint_ref`` (name -> MuJoCo ref),
-``geoms`` (name -> geom index), ``actuators`` (name -> Actuator) and
+``geoms`` (name -> geom index), ``visual_geoms`` (names of the geoms left
+out), ``actuators`` (name -> Actuator), ``passive`` (Passive records) and
 ``unsupported`` (tag, line, why).
 """
 from __future__ import annotations
@@ -120,6 +124,21 @@ class Actuator:
     bias: tuple
     ctrlrange: Optional[tuple]
     forcerange: Optional[tuple]
+
+
+@dataclasses.dataclass(frozen=True)
+class Passive:
+    """MuJoCo's passive joint force on a hinge or slide joint:
+    ``-stiffness (q - springref) - damping qdot`` [N m or N] with q = ref + ODE
+    angle/position (springref in rad or m)."""
+
+    name: str
+    joint: int
+    joint_type: str
+    ref: float
+    damping: float
+    stiffness: float
+    springref: float
 
 
 class _Rep(Reporter):
@@ -177,7 +196,7 @@ class _Loader:
         self.hfields: dict[str, Node] = {}
         self.contact_off = False
         self.info = dict(bodies={}, frames={}, intermediates={}, joints={}, joint_ref={},
-                         joint_type={}, geoms={}, visual_geoms=[], actuators={},
+                         joint_type={}, geoms={}, visual_geoms=[], actuators={}, passive=[],
                          unsupported=rep.unsupported)
         self.visual_geoms = False
 
@@ -937,10 +956,20 @@ def load_mjcf(path_or_string, builder: Optional[WorldBuilder] = None,
             fl = ld.scalar(jn, "frictionloss", cls, 0.0)
             if fl > 0 and jtype != "ball":
                 params["vel"], params["fmax"] = 0.0, fl
-            for key in ("damping", "armature", "stiffness"):
-                if ld.scalar(jn, key, cls, 0.0) != 0:
-                    rep.warn(jn, f"joint {key} has no ODE counterpart, ignored",
-                             key=f"joint {key}")
+            damping = ld.scalar(jn, "damping", cls, 0.0)
+            stiffness = ld.scalar(jn, "stiffness", cls, 0.0)
+            springref = ld.scalar(jn, "springref", cls, 0.0)
+            springref = ld.angle(springref) if jtype == "hinge" else springref
+            if (damping != 0 or stiffness != 0) and jtype == "ball":
+                rep.warn(jn, "ball joint damping/stiffness is not supported, ignored",
+                         key="ball passive")
+            elif damping != 0 or stiffness != 0:
+                rep.warn(jn, "joint damping/stiffness: ODE has none; apply them each step with "
+                             "jaxode.io.mjcf.apply_passive (explicit, MuJoCo's Euler is implicit "
+                             "in damping)", key="joint passive")
+            if ld.scalar(jn, "armature", cls, 0.0) != 0:
+                rep.warn(jn, "joint armature has no ODE counterpart, ignored",
+                         key="joint armature")
             for key in ("solreflimit", "solimplimit", "solreffriction", "solimpfriction",
                         "margin"):
                 v = ld.attr(jn, key, cls)
@@ -959,6 +988,9 @@ def load_mjcf(path_or_string, builder: Optional[WorldBuilder] = None,
             info["joints"][jname] = ji
             info["joint_ref"][jname] = ref
             info["joint_type"][jname] = jtype
+            if (damping != 0 or stiffness != 0) and jtype != "ball":
+                info["passive"].append(Passive(jname, ji, jtype, ref, damping, stiffness,
+                                               springref))
 
     # ---- equality, actuators, the rest
     names = {r["name"]: i for i, r in enumerate(bodies)}
@@ -1108,6 +1140,36 @@ def _actuator(ld: _Loader, a: Node, info: dict) -> None:
         forcerange=rng("forcerange"))
 
 
+def _q_qd(model, state, joint_type: str, joint: int, ref: float):
+    from jaxode import joint_api as ja
+    if joint_type == "hinge":
+        return (ref + ja.hinge_angle(model, state, joint),
+                ja.hinge_angle_rate(model, state, joint))
+    return (ref + ja.slider_position(model, state, joint),
+            ja.slider_position_rate(model, state, joint))
+
+
+def _add_joint_force(model, state, joint_type: str, joint: int, f):
+    from jaxode import joint_api as ja
+    if joint_type == "hinge":
+        return ja.add_hinge_torque(model, state, joint, f)
+    return ja.add_slider_force(model, state, joint, f)
+
+
+def apply_passive(model, state, passive):
+    """Add MuJoCo's joint springs and dampers (``builder.mjcf_info["passive"]``,
+    :class:`Passive` records) as joint torques/forces, ``-stiffness (q -
+    springref) - damping qdot``, to ``state``; call before each
+    ``jaxode.step``. Explicit: stable while ``damping dt`` is small against the
+    joint's effective inertia (MuJoCo's Euler treats damping implicitly; its
+    trajectories agree to O(dt)). Traced (jit / vmap friendly)."""
+    for p in passive:
+        q, qd = _q_qd(model, state, p.joint_type, p.joint, p.ref)
+        state = _add_joint_force(model, state, p.joint_type, p.joint,
+                                 -p.stiffness * (q - p.springref) - p.damping * qd)
+    return state
+
+
 def apply_actuators(model, state, actuators, ctrl):
     """Add the actuators' joint torques [N m] / forces [N] for the controls
     ``ctrl`` (one per actuator, in the order of ``actuators``, a list or the
@@ -1118,7 +1180,6 @@ def apply_actuators(model, state, actuators, ctrl):
     force. Traced (jit / vmap friendly)."""
     import jax.numpy as jnp
 
-    from jaxode import joint_api as ja
     acts = list(actuators.values()) if isinstance(actuators, dict) else list(actuators)
     ctrl = jnp.asarray(ctrl)
     if ctrl.shape[-1:] != (len(acts),):
@@ -1128,17 +1189,9 @@ def apply_actuators(model, state, actuators, ctrl):
         u = ctrl[k]
         if act.ctrlrange is not None:
             u = jnp.clip(u, act.ctrlrange[0], act.ctrlrange[1])
-        if act.joint_type == "hinge":
-            q = act.ref + ja.hinge_angle(model, state, act.joint)
-            qd = ja.hinge_angle_rate(model, state, act.joint)
-        else:
-            q = act.ref + ja.slider_position(model, state, act.joint)
-            qd = ja.slider_position_rate(model, state, act.joint)
+        q, qd = _q_qd(model, state, act.joint_type, act.joint, act.ref)
         f = act.gain * u + act.bias[0] + act.bias[1] * q + act.bias[2] * qd
         if act.forcerange is not None:
             f = jnp.clip(f, act.forcerange[0], act.forcerange[1])
-        if act.joint_type == "hinge":
-            state = ja.add_hinge_torque(model, state, act.joint, act.gear * f)
-        else:
-            state = ja.add_slider_force(model, state, act.joint, act.gear * f)
+        state = _add_joint_force(model, state, act.joint_type, act.joint, act.gear * f)
     return state
