@@ -235,16 +235,18 @@ def test_include_equality_and_actuators(tmp_path):
     # at the build pose q = 0, qdot = 0: motor 2 * clip(1, +-0.3) + position 10 * 0.25,
     # about j1's axis (world y) on l1; velocity 3 * 1 clamped to 1 N along x on l2.
     import jax
-    st = jax.jit(lambda s, u: apply_actuators(model, s, acts, u))(st, np.array([1.0, 0.25, 1.0]))
+
+    from jaxode.io.mjcf import apply_passive
+    # passive forces from a state where l1 turns at 2 rad/s about y (one compile for both)
+    spin = st.replace(angvel=st.angvel.at[info["bodies"]["l1"]].set(np.array([0.0, 2.0, 0.0])))
+    st, st0 = jax.jit(lambda s, s0, u: (apply_actuators(model, s, acts, u),
+                                        apply_passive(model, s0, info["passive"])))(
+        st, spin, np.array([1.0, 0.25, 1.0]))
     k1, k2 = info["bodies"]["l1"], info["bodies"]["l2"]
     np.testing.assert_allclose(np.asarray(st.torque[k1]) + np.asarray(st.torque[k2]),
                                [0, 0.6 + 2.5, 0], atol=1e-6)
     np.testing.assert_allclose(np.asarray(st.force[k2]), [1.0, 0, 0], atol=1e-6)
     # passive: -stiffness (q - springref) - damping qdot, q = 0, qdot = 2 rad/s about y
-    from jaxode.io.mjcf import apply_passive
-    st0 = jaxode.init(model)
-    st0 = st0.replace(angvel=st0.angvel.at[k1].set(np.array([0.0, 2.0, 0.0])))
-    st0 = jax.jit(lambda s: apply_passive(model, s, info["passive"]))(st0)
     np.testing.assert_allclose(np.asarray(st0.torque[k1]), [0, 4 * 0.5 - 0.3 * 2, 0], atol=1e-6)
     assert [p.name for p in info["passive"]] == ["j1"]
     with pytest.raises(ValueError, match="ctrl must have 3 entries"):
@@ -427,3 +429,17 @@ def test_damped_pendulum_matches_mujoco():
         ref, q = _traj("pendulum.xml", ("hinge",), dt, 2.0, q0, 0.0, True)
         errs.append(float(np.abs(np.angle(np.exp(1j * (ref[:, 0] - q[:, 0])))).max()))
     assert errs[0] < 2e-3 and errs[1] < errs[0] / 1.6, errs
+
+
+def test_actuator_defaults_are_shared_across_shortcuts():
+    """MuJoCo keeps one actuator default per class: a <motor> default's gear and
+    ctrlrange apply to a <position> of that class; the element's own values win."""
+    xml = """<mujoco><default><motor gear="3" ctrlrange="-1 1"/>
+      <default class="c"><general forcerange="-5 5"/></default></default>
+      <worldbody><body><joint name="j"/><geom size="0.1"/></body></worldbody>
+      <actuator><position name="p" joint="j" kp="2"/>
+        <motor name="m" class="c" joint="j" gear="4"/></actuator></mujoco>"""
+    b, _ = _load(xml)
+    p, m = b.mjcf_info["actuators"]["p"], b.mjcf_info["actuators"]["m"]
+    assert (p.gear, p.ctrlrange, p.gain, p.bias) == (3.0, (-1.0, 1.0), 2.0, (0.0, -2.0, -0.0))
+    assert (m.gear, m.ctrlrange, m.forcerange) == (4.0, (-1.0, 1.0), (-5.0, 5.0))

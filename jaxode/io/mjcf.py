@@ -1088,9 +1088,12 @@ def _actuator(ld: _Loader, a: Node, info: dict) -> None:
         return
 
     def get(key, default=None):
+        # MuJoCo keeps one actuator default per class, which <general>, <motor>, <position>
+        # ... in a <default> all write: look in the element's own tag first, then the others
         v = ld.attr(a, key, cls)
-        if v is None and a.tag != "general":
-            v = ld.defaults[cls].get("general", {}).get(key)
+        for tag in ("general", "motor", "position", "velocity"):
+            if v is None and tag != a.tag:
+                v = ld.defaults[cls].get(tag, {}).get(key)
         return default if v is None else v
 
     def nums(key, default):
