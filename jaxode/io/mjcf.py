@@ -84,7 +84,7 @@ from typing import Optional
 import numpy as np
 
 from jaxode.build import mass as mass_lib
-from jaxode.build.builder import WorldBuilder
+from jaxode.build.builder import WorldBuilder, _quat_to_mat
 from jaxode.build.surface import Surface
 from jaxode.io.xml_util import Node, Reporter, inv, mat_to_quat, parse
 
@@ -161,10 +161,8 @@ def _axis_rot(axis, angle: float) -> np.ndarray:
 
 
 def _quat_mat(q) -> np.ndarray:
-    w, x, y, z = np.asarray(q, dtype=np.float64) / np.linalg.norm(q)
-    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-                     [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-                     [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
+    q = np.asarray(q, dtype=np.float64)
+    return _quat_to_mat(q / np.linalg.norm(q))
 
 
 def _zaxis_rot(z) -> np.ndarray:
@@ -412,18 +410,12 @@ class _Loader:
 
     def assets(self, node: Node) -> None:
         for c in node.children:
-            if c.tag == "mesh":
+            if c.tag in ("mesh", "hfield"):  # unnamed: the file name without extension
                 nm = c.attrib.get("name") or os.path.splitext(os.path.basename(
                     c.attrib.get("file", "")))[0]
                 if not nm:
                     raise self.rep.error(c, "needs a name or a file")
-                self.meshes[nm] = c
-            elif c.tag == "hfield":
-                nm = c.attrib.get("name") or os.path.splitext(os.path.basename(
-                    c.attrib.get("file", "")))[0]
-                if not nm:
-                    raise self.rep.error(c, "needs a name or a file")
-                self.hfields[nm] = c
+                (self.meshes if c.tag == "mesh" else self.hfields)[nm] = c
             elif c.tag in ("texture", "material"):
                 continue
             else:
