@@ -41,6 +41,7 @@ from jaxode.io import load, save  # noqa: E402
 from jaxode.io.xml_util import JaxodeFormatWarning  # noqa: E402
 from jaxode.io.sdf import load_sdf  # noqa: E402
 from jaxode.io.urdf import load_urdf  # noqa: E402
+from jaxode.io.mjcf import load_mjcf  # noqa: E402
 
 # The user-facing modules keep their short public paths: ``jaxode.mass.box``,
 # ``import jaxode.envs``, ``from jaxode.robots import build_walker`` (the package
@@ -73,5 +74,5 @@ __all__ = [
     "add_piston_force", "raycast",
     "Camera", "render", "render_grid", "render_trajectory", "save_gif",
     "map_worlds", "shard_worlds", "world_mesh",
-    "save", "load", "load_sdf", "load_urdf", "JaxodeFormatWarning",
+    "save", "load", "load_sdf", "load_urdf", "load_mjcf", "JaxodeFormatWarning",
 ]

@@ -173,6 +173,7 @@ class WorldBuilder:
         self.hfields: list[np.ndarray] = []
         self.hulls: list[tuple[int, hull_lib.HullData]] = []  # (geom, hull tables)
         self.meshes: list[tuple[int, mesh_lib.MeshData, Optional[int]]] = []  # (geom, tables, K cap)
+        self.excluded_pairs: set[frozenset] = set()  # body pairs that never collide
 
     # --------------------------------------------------------------- materials
     def add_material(self, name: str, **props) -> None:
@@ -643,6 +644,19 @@ class WorldBuilder:
         """Fixed joint (dJointCreateFixed + dJointSetFixed): keeps the build-time relative pose."""
         return self._add_joint(jt.FIXED, body1, body2, 0, collide, {}, {})
 
+    def exclude_pair(self, body1: int, body2: int) -> None:
+        """Geoms of bodies ``body1`` and ``body2`` never collide (what an ODE near
+        callback does when it skips a pair; MuJoCo's ``<contact><exclude>``).
+        Joints with ``collide=False`` already exclude the two bodies they join."""
+        nb = len(self.bodies)
+        for name, b in (("body1", body1), ("body2", body2)):
+            if not isinstance(b, (int, np.integer)) or not 0 <= b < nb:
+                raise ValueError(f"exclude_pair: {name} must be an existing body index in "
+                                 f"[0, {nb - 1}] (got {b!r})")
+        if int(body1) == int(body2):
+            raise ValueError(f"exclude_pair: body1 and body2 must differ (got {body1} twice)")
+        self.excluded_pairs.add(frozenset((int(body1), int(body2))))
+
     def _motor_axes(self, where: str, num_axes, axes, rel, naxes=None):
         """(num_axes, unit world axes, rel padded to 3) of an amotor/lmotor; ``naxes``
         the number of axis vectors expected (default num_axes)."""
@@ -821,7 +835,7 @@ class WorldBuilder:
         # switch off the body's contacts with static geoms (ODE's near callback
         # tests dAreConnectedExcluding only for two real bodies).
         jointed = {frozenset((j["body1"], j["body2"])) for j in self.joints
-                   if not j["collide"] and j["body2"] is not None}
+                   if not j["collide"] and j["body2"] is not None} | self.excluded_pairs
         groups: dict[tuple[int, int], list] = {}
         for i in range(ngeom):
             for j in range(i + 1, ngeom):

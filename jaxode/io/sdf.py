@@ -595,6 +595,9 @@ def _need(rep: Reporter, node: Node, tag: str):
 
 
 def _version(root: Node, rep: Reporter) -> tuple:
+    if root.tag == "mujoco":
+        raise rep.error(root, "the root element must be <sdf>: this is an MJCF file: "
+                              "use jaxode.load_mjcf")
     if root.tag != "sdf":
         raise rep.error(root, "the root element must be <sdf>")
     v = root.attrib.get("version", "1.6")
