@@ -31,11 +31,11 @@ its sign condition, and after three passes that do not lower the number of
 violations move only the first one (Murty's least-index rule, finite for
 P-matrices). Static shapes: one dense (R, R) system per world, R = every row
 slot (inactive rows are ``x = 0``), a ``lax.while_loop`` capped at
-``4 R + 10`` passes, stopped when the complementarity conditions hold to
-``100 eps`` of the problem's scale. Derivatives: the active set is piecewise
-constant; the final solve of the free rows is repeated outside the loop, so
-``jax.jvp`` / ``jax.grad`` differentiate through that linear solve (the
-derivative for a fixed active set).
+``4 R + 10`` passes (each one Cholesky solve of the free rows' system),
+stopped when the complementarity conditions hold to ``100 eps`` of the
+problem's scale. Derivatives: the active set is piecewise constant; a custom
+JVP differentiates the free rows' linear solve with the set held (one more
+solve, only under ``jax.jvp`` / ``jax.grad``).
 
 Integration is QuickStep's ``v += h (M^-1 f_ext + M^-1 J^T lambda)``: the
 same sum as dWorldStep's ``v += h M^-1 (f_ext + J^T lambda)`` up to rounding.
@@ -54,19 +54,25 @@ TOL_EPS = 100.0
 TRIALS = 3
 
 
-def _solve_set(A, b, lo, hi, s):
-    """x with the rows of ``s`` < 0 at ``lo``, > 0 at ``hi`` and the free rows
-    (``s == 0``) solving their rows of ``A x = b``."""
+def _free_system(A, b, lo, hi, s):
+    """The active set's linear system: the rows of ``s`` < 0 at ``lo``, > 0 at
+    ``hi``, the free rows (``s == 0``) solving their rows of ``A x = b``.
+    Returns (free mask, fixed values, the system matrix's Cholesky factor, rhs)."""
     free = s == 0
-    xf = jnp.where(s < 0, lo, jnp.where(s > 0, hi, 0.0))
-    xf = jnp.where(free, 0.0, xf)
+    xf = jnp.where(free, 0.0, jnp.where(s < 0, lo, jnp.where(s > 0, hi, 0.0)))
     m = jnp.where(free[:, None] & free[None, :], A, jnp.eye(A.shape[0], dtype=A.dtype))
     r = jnp.where(free, b - A @ xf, xf)
-    return jnp.linalg.solve(m, r)
+    return free, xf, jax.scipy.linalg.cho_factor(m, lower=True), r
+
+
+def _solve_set(A, b, lo, hi, s):
+    """x of the active set ``s`` (:func:`_free_system`)."""
+    _, _, fac, r = _free_system(A, b, lo, hi, s)
+    return jax.scipy.linalg.cho_solve(fac, r)
 
 
 def _violations(A, b, lo, hi, s, x, fixed):
-    """Per-row violation of the LCP conditions (>= 0) and the row's target state."""
+    """Per-row violation of the LCP conditions (bool) and the row's target state."""
     dtype = A.dtype
     w = A @ x - b
     d = jnp.diagonal(A)
@@ -80,21 +86,17 @@ def _violations(A, b, lo, hi, s, x, fixed):
     return viol > tol, target
 
 
-def box_lcp(A, b, lo, hi, s0):
-    """Solve ``A x = b + w``, ``lo <= x <= hi`` with complementarity (module
-    docstring) for one world: A (R, R) symmetric positive definite, b, lo, hi
-    (R,) (lo <= 0 <= hi; rows with lo == hi are held there). s0 (R,) int8 the
-    initial guess (-1 at lo, 0 free, +1 at hi). Returns (x (R,), s (R,), passes)."""
+def _active_set(A, b, lo, hi, s0):
+    """The safeguarded active-set loop (module docstring): (x, s, passes)."""
     fixed = lo == hi
     s0 = jnp.where(fixed, -1, s0).astype(jnp.int8)
     n = A.shape[0]
     cap = 4 * n + 10
-    As, bs, los, his = (jax.lax.stop_gradient(a) for a in (A, b, lo, hi))
 
     def step(carry):
-        s, _, it, best, trials = carry
-        x = _solve_set(As, bs, los, his, s)
-        bad, target = _violations(As, bs, los, his, s, x, fixed)
+        s, _, _, _, it, best, trials = carry
+        x = _solve_set(A, b, lo, hi, s)
+        bad, target = _violations(A, b, lo, hi, s, x, fixed)
         nbad = jnp.sum(bad, dtype=jnp.int32)
         better = nbad < best
         block = better | (trials > 0)
@@ -103,17 +105,49 @@ def box_lcp(A, b, lo, hi, s0):
         move = jnp.where(block, bad, one)
         s_new = jnp.where(move, target, s)
         trials = jnp.where(better, TRIALS, jnp.where(block, trials - 1, trials))
-        return s_new, nbad == 0, it + 1, jnp.minimum(best, nbad), trials
+        done = nbad == 0
+        # (x belongs to s: the set returned with it)
+        return s_new, x, s, done, it + 1, jnp.minimum(best, nbad), trials
 
     def cond(carry):
-        _, done, it, _, _ = carry
-        return (~done) & (it < cap)
+        return (~carry[3]) & (carry[4] < cap)
 
-    init = (s0, jnp.asarray(False), jnp.asarray(0, jnp.int32),
+    init = (s0, jnp.zeros_like(b), s0, jnp.asarray(False), jnp.asarray(0, jnp.int32),
             jnp.asarray(n + 1, jnp.int32), jnp.asarray(TRIALS, jnp.int32))
-    s, _, passes, _, _ = jax.lax.while_loop(cond, step, init)
-    x = _solve_set(A, b, lo, hi, s)
+    _, x, s, _, passes, _, _ = jax.lax.while_loop(cond, step, init)
     return jnp.clip(x, lo, hi), s, passes
+
+
+@jax.custom_jvp
+def _box_lcp(A, b, lo, hi, s0):
+    x, s, passes = _active_set(A, b, lo, hi, s0)
+    return x, s.astype(A.dtype), passes.astype(A.dtype)
+
+
+@_box_lcp.defjvp
+def _box_lcp_jvp(primals, tangents):
+    """The derivative with the active set fixed: bound rows follow their bound,
+    free rows ``A_FF dx_F = db_F - dA_F. x - A_FN dx_N``."""
+    A, b, lo, hi, s0 = primals
+    dA, db, dlo, dhi, _ = tangents
+    x, s, passes = _box_lcp(A, b, lo, hi, s0)
+    si = s.astype(jnp.int8)
+    free, _, fac, _ = _free_system(A, b, lo, hi, si)
+    dxn = jnp.where(free, 0.0, jnp.where(si < 0, dlo, jnp.where(si > 0, dhi, 0.0)))
+    r = jnp.where(free, db - dA @ x - A @ dxn, dxn)
+    dx = jax.scipy.linalg.cho_solve(fac, r)
+    return (x, s, passes), (dx, jnp.zeros_like(s), jnp.zeros_like(passes))
+
+
+def box_lcp(A, b, lo, hi, s0):
+    """Solve ``A x = b + w``, ``lo <= x <= hi`` with complementarity (module
+    docstring) for one world: A (R, R) symmetric positive definite, b, lo, hi
+    (R,) (lo <= 0 <= hi; rows with lo == hi are held there). s0 (R,) the
+    initial guess (-1 at lo, 0 free, +1 at hi). Returns (x (R,), s (R,) int8
+    the final active set, passes (int32): linear solves made). Differentiable
+    in A, b, lo, hi with the active set held (a custom JVP: one more solve)."""
+    x, s, passes = _box_lcp(A, b, lo, hi, jnp.asarray(s0, A.dtype))
+    return x, s.astype(jnp.int8), passes.astype(jnp.int32)
 
 
 def _imj(j, b, inv_mass, inv_inertia):
@@ -156,6 +190,9 @@ def solve(head, tail, inv_mass, inv_inertia, rhs_body, h):
     # 1. every row but the friction rows, those held at zero
     x1, s1, n1 = box_lcp(A, b, jnp.where(fric, 0.0, lo), jnp.where(fric, 0.0, hi),
                          jnp.zeros((r,), jnp.int8))
+    if tail.body1.shape[0] == 0:      # no contact slots: no friction rows, one problem
+        fc = jnp.einsum("r,rbk->bk", x1, imd)
+        return x1[:nh], x1[nh:], fc, n1
     # 2. all rows, friction bounds |mu lambda_n| from problem 1 (0 for lambda_n == 0)
     lam_n = x1[jnp.maximum(findex, 0)]
     unbounded = jnp.isinf(hi)
