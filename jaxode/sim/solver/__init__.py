@@ -114,7 +114,10 @@ def sequential_updates(name: str, rows, nbody: int) -> jax.Array:
     """Sequential updates one sweep of solver ``name`` makes on ``rows`` (a
     :class:`jaxode.sim.records.RowSet` of one world): ``pgs`` one per active head row
     and tail contact, ``colored`` one per colour phase. Times ``iterations``, the
-    step's dependent loop length (a GPU's kernel-launch count per step)."""
+    step's dependent loop length (a GPU's kernel-launch count per step).
+    ``direct`` has no sweeps (its active-set passes depend on the data): refused."""
+    if name not in SWEEPS:
+        raise ValueError(f"sequential_updates counts the sweeps of {tuple(SWEEPS)} (got {name!r})")
     nc = rows.tail.body1.shape[0] // rows.block
     tact = jnp.any(rows.tail.active.reshape(nc, rows.block), axis=1) if nc else None
     if name == "pgs":
