@@ -88,8 +88,9 @@ def test_box_lcp_derivative_is_the_active_set_solve():
     expect = np.zeros(5)
     expect[free] = np.linalg.solve(A[np.ix_(free, free)], db[free])
     with jax.enable_x64(True):
-        f = lambda bb: direct.box_lcp(jnp.asarray(A), bb, jnp.asarray(lo), jnp.asarray(hi),  # noqa: E731
-                                      jnp.zeros(5, jnp.int8))[0]
+        def f(bb):
+            return direct.box_lcp(jnp.asarray(A), bb, jnp.asarray(lo), jnp.asarray(hi),
+                                  jnp.zeros(5, jnp.int8))[0]
         _, dx = jax.jvp(f, (jnp.asarray(b),), (jnp.asarray(db),))
         g = jax.grad(lambda bb: f(bb)[2])(jnp.asarray(b))
     np.testing.assert_allclose(np.asarray(dx), expect, atol=1e-12)

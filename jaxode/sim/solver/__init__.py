@@ -149,4 +149,5 @@ def solve_colored(head, tail, inv_mass, inv_inertia, rhs_body, h, sor, iteration
 
 
 __all__ = ["COLOURS", "SOLVERS", "SWEEPS", "Solution", "colour", "cone_project", "friction_bounds",
-           "sequential_updates", "solve", "solve_colored", "solve_direct", "solve_pgs", "solve_rows"]
+           "sequential_updates", "solve", "solve_colored", "solve_direct", "solve_pgs",
+           "solve_rows"]
