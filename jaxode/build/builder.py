@@ -132,7 +132,10 @@ class WorldBuilder:
     :mod:`jaxode.sim.solver`; the default) or ``"colored"`` (the same Gauss-Seidel
     sweeps with the rows sorted by a greedy graph colouring, each colour
     updated at once, :mod:`jaxode.sim.solver.colored`; for GPUs), both with
-    ``iterations`` and ``sor``.
+    ``iterations`` and ``sor``, or ``"direct"``: ODE's big-matrix ``dWorldStep``
+    instead of QuickStep, one dense LCP per world solved exactly
+    (:mod:`jaxode.sim.solver.direct`; ``iterations`` and ``sor`` unused; pyramid
+    and box friction, no cone).
     """
 
     SOLVERS = tuple(pipeline.SOLVERS)

@@ -13,8 +13,8 @@ import jax.numpy as jnp
 from jaxode.sim import dynamics, integrate, narrowphase, rowset, solver
 from jaxode.types import Model, Params, State
 
-# Model.solver -> the row order (see jaxode.sim.solver).
-SOLVERS = solver.SWEEPS
+# Model.solver values (see jaxode.sim.solver): the row orders and "direct".
+SOLVERS = solver.SOLVERS
 
 
 def physics_step(model: Model, state: State, params: Params, dt: jax.Array) -> State:

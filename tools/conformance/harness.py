@@ -51,9 +51,10 @@ class SceneResult:
         return self.ok64 and self.ok32
 
 
-def run_ode(scene: Scene) -> dict:
-    """Trajectory of the scene in libode: dict of (steps, nbody, k) arrays."""
-    w = build_ode(scene)
+def run_ode(scene: Scene, stepper: str = "quick") -> dict:
+    """Trajectory of the scene in libode: dict of (steps, nbody, k) arrays
+    (``stepper``: "quick" dWorldQuickStep, "step" dWorldStep)."""
+    w = build_ode(scene, stepper=stepper)
     try:
         out = []
         for _ in range(scene.steps):
@@ -68,10 +69,10 @@ def _traj_np(traj) -> dict:
     return {k: np.asarray(getattr(traj, k), dtype=np.float64) for k in _KEYS}
 
 
-def run_jaxode(scene: Scene, x64: bool) -> dict:
+def run_jaxode(scene: Scene, x64: bool, solver: str = "pgs") -> dict:
     """Trajectory of the scene in jaxode, float64 (``x64``) or float32."""
     with jax.enable_x64(x64):
-        model = build_jaxode(scene)
+        model = build_jaxode(scene, solver=solver)
         _, traj = jaxode.rollout(model, jaxode.init(model), scene.steps, scene.dt)
         return _traj_np(traj)
 
@@ -112,6 +113,40 @@ def compare(scene: Scene, ode: dict, f64: dict, f32: Optional[dict], name: Optio
 def run_scene(scene: Scene) -> SceneResult:
     """ODE (double), jaxode float64 and jaxode float32 on one scene, compared."""
     return compare(scene, run_ode(scene), run_jaxode(scene, True), run_jaxode(scene, False))
+
+
+@dataclasses.dataclass
+class DirectResult:
+    """jaxode ``solver="direct"`` (float64) against ODE's ``dWorldStep`` on one scene:
+    the largest position / velocity / angular velocity difference over every step
+    and body, the metric values and the trajectory tolerance."""
+
+    name: str
+    scene: Scene
+    metric_label: str
+    ode: np.ndarray
+    f64: np.ndarray
+    pos_err: float
+    vel_err: float
+    angvel_err: float
+    tol: float
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.pos_err <= self.tol)
+
+
+def run_direct(scene: Scene) -> DirectResult:
+    """The scene stepped by dWorldStep in libode and by jaxode's ``direct`` solver
+    in float64, compared on the whole trajectory."""
+    from tools.conformance.scenes import METRICS
+
+    ode = run_ode(scene, stepper="step")
+    ours = run_jaxode(scene, True, solver="direct")
+    err = {k: float(np.max(np.abs(ours[k] - ode[k]))) for k in ("pos", "vel", "angvel")}
+    return DirectResult(scene.name, scene, METRICS[scene.metric][0], metric_value(scene, ode),
+                        metric_value(scene, ours), err["pos"], err["vel"], err["angvel"],
+                        scene.tol.f64)
 
 
 # --------------------------------------------------------------------- batches

@@ -8,7 +8,7 @@ skip on it.
 Main entry points
 
 * :class:`OdeWorld` -- a world + collision space + contact joint group stepped
-  with ``dWorldQuickStep``.  Bodies and geoms are addressed by the integer
+  with ``dWorldQuickStep`` (or ``dWorldStep``: ``stepper="step"``).  Bodies and geoms are addressed by the integer
   index returned from ``add_body`` / ``add_*``.
 * :func:`collide` -- one standalone narrow-phase ``dCollide`` call between two
   geoms placed in the world, returning ODE's contact list.
@@ -724,11 +724,17 @@ class OdeWorld:
         max_angular_speed: Optional[float] = None,
         space: str = "hash",
         rand_seed: Optional[int] = 0,
+        stepper: str = "quick",
     ):
         """``space``: "hash" (dHashSpace) or "simple" (dSimpleSpace).
+        ``stepper``: "quick" (dWorldQuickStep, the default) or "step"
+        (dWorldStep, ODE's big-matrix Dantzig LCP stepper).
         ``rand_seed``: passed to dRandSetSeed at construction (QuickStep
         randomly reorders constraints using ODE's global RNG); None leaves the
         global seed alone."""
+        if stepper not in ("quick", "step"):
+            raise ValueError(f"stepper must be 'quick' or 'step' (got {stepper!r})")
+        self._stepper = stepper
         lib = load()
         self._lib = lib
         self._world = None
@@ -1043,7 +1049,8 @@ class OdeWorld:
             )
 
     def step(self, dt: float, n: int = 1) -> None:
-        """Run ``n`` steps of: collide -> contact joints -> dWorldQuickStep -> empty group."""
+        """Run ``n`` steps of: collide -> contact joints -> dWorldQuickStep (or dWorldStep
+        with ``stepper="step"``) -> empty group."""
         self._check_open()
         lib = self._lib
         for _ in range(int(n)):
@@ -1054,7 +1061,10 @@ class OdeWorld:
                 lib.dJointGroupEmpty(self._group)
                 err, self._cb_error = self._cb_error, None
                 raise err
-            lib.dWorldQuickStep(self._world, float(dt))
+            if self._stepper == "step":
+                lib.dWorldStep(self._world, float(dt))
+            else:
+                lib.dWorldQuickStep(self._world, float(dt))
             lib.dJointGroupEmpty(self._group)
 
     @property

@@ -225,8 +225,9 @@ def _check_joints(scene: Scene) -> None:
                 f"scene {scene.name!r}: joint type {j.type!r} is not in odelib.JOINT_SETUP")
 
 
-def build_jaxode(scene: Scene):
-    """The scene as a jaxode Model, in the precision active at call time."""
+def build_jaxode(scene: Scene, solver: str = "pgs"):
+    """The scene as a jaxode Model, in the precision active at call time
+    (``solver``: WorldBuilder's; "direct" to compare with dWorldStep)."""
     import jaxode
 
     _check_joints(scene)
@@ -236,7 +237,7 @@ def build_jaxode(scene: Scene):
         contact_max_correcting_vel=w.contact_max_correcting_vel,
         contact_surface_layer=w.contact_surface_layer, linear_damping=w.linear_damping,
         angular_damping=w.angular_damping, linear_damping_threshold=w.linear_damping_threshold,
-        angular_damping_threshold=w.angular_damping_threshold)
+        angular_damping_threshold=w.angular_damping_threshold, solver=solver)
     for bd in scene.bodies:
         b.add_body(pos=bd.pos, quat=bd.quat, vel=bd.vel, angvel=bd.angvel,
                    mass=mass_lib.from_inertia(bd.mass, np.asarray(bd.inertia)),
@@ -261,8 +262,9 @@ def build_jaxode(scene: Scene):
     return b.build()
 
 
-def build_ode(scene: Scene):
-    """The scene as an ``odelib.OdeWorld`` (ODE's RNG seeded with ``scene.rand_seed``)."""
+def build_ode(scene: Scene, stepper: str = "quick"):
+    """The scene as an ``odelib.OdeWorld`` (ODE's RNG seeded with ``scene.rand_seed``;
+    ``stepper``: "quick" dWorldQuickStep, "step" dWorldStep)."""
     from tools.conformance import odelib
 
     _check_joints(scene)
@@ -277,7 +279,8 @@ def build_ode(scene: Scene):
         contact_max_correcting_vel=w.contact_max_correcting_vel,
         contact_surface_layer=w.contact_surface_layer, linear_damping=w.linear_damping,
         angular_damping=w.angular_damping, linear_damping_threshold=w.linear_damping_threshold,
-        angular_damping_threshold=w.angular_damping_threshold, rand_seed=scene.rand_seed)
+        angular_damping_threshold=w.angular_damping_threshold, rand_seed=scene.rand_seed,
+        stepper=stepper)
     for bd in scene.bodies:
         world.add_body(bd.pos, quat=bd.quat, vel=bd.vel, angvel=bd.angvel, mass=bd.mass,
                        inertia=np.asarray(bd.inertia), gravity=bd.gravity,

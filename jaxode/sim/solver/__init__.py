@@ -8,6 +8,8 @@
   Gauss-Seidel in the colour-sorted order).
 - :mod:`jaxode.sim.solver.batching`: which path runs alone, under ``vmap`` and under
   differentiation.
+- :mod:`jaxode.sim.solver.direct`: ``direct``, ODE's ``dWorldStep`` instead of
+  QuickStep: one dense LCP per world solved exactly (no sweeps, no ``iterations``).
 
 :func:`solve` is the stage: rows in, lambdas and ``fc = M^-1 J^T lambda`` out.
 """
@@ -18,12 +20,14 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from jaxode.sim.solver import batching, colored, pgs
+from jaxode.sim.solver import batching, colored, direct, pgs
 from jaxode.sim.solver.colored import COLOURS, colour
 from jaxode.sim.solver.core import cone_project, friction_bounds
 
 # Model.solver -> the sweep function (an order or partition of the rows).
 SWEEPS = {"pgs": pgs.sweeps, "colored": colored.sweeps}
+# Model.solver values: the sweeps, and ODE's big-matrix stepper (dWorldStep).
+SOLVERS = (*SWEEPS, "direct")
 
 
 class Solution(NamedTuple):
@@ -52,7 +56,9 @@ def solve(name: str, head, tail, inv_mass: jax.Array, inv_inertia: jax.Array,
     solver's static options (``reorder`` for pgs, ``colours`` for colored).
     """
     if name not in SWEEPS:
-        raise ValueError(f"model.solver must be one of {tuple(SWEEPS)} (got {name!r})")
+        raise ValueError(f"model.solver must be one of {tuple(SWEEPS)} (got {name!r})"
+                         + ("; 'direct' has no sweeps: solve_rows runs it" if name == "direct"
+                            else ""))
     dtype = rhs_body.dtype
     nb = inv_mass.shape[0]
     nh, nt = head.body1.shape[0], tail.body1.shape[0]
@@ -77,6 +83,8 @@ def solve_rows(model, rows, bodies, params, time=0.0) -> Solution:
     bodies' inverse masses, world inverse inertia and QuickStep's right-hand side
     (:class:`jaxode.sim.records.Bodies`), ``params.sor`` and ``model.iterations``."""
     dtype = bodies.rhs.dtype
+    if model.solver == "direct":
+        return solve_direct(model, rows, bodies)
     # QuickStep's shuffles of the joint rows at iterations 8, 16, ... (pgs.py)
     options = {"reorder": rows.njoint_rows} if model.solver == "pgs" else {}
     return solve(model.solver, rows.head, rows.tail, bodies.inv_mass, bodies.inv_inertia,
@@ -85,11 +93,31 @@ def solve_rows(model, rows, bodies, params, time=0.0) -> Solution:
                  step=jnp.round(time / bodies.h).astype(jnp.int32), **options)
 
 
+def solve_direct(model, rows, bodies) -> Solution:
+    """The solve stage of ``solver="direct"``: dWorldStep's exact LCP
+    (:mod:`jaxode.sim.solver.direct`) on the step's rows."""
+    if model.friction_cone:
+        raise ValueError("solver 'direct' (ODE's dWorldStep) has pyramid and box friction only; "
+                         "a surface of this model uses friction='cone' (Gazebo's cone model): "
+                         "use solver 'pgs' or 'colored'")
+    dtype = bodies.rhs.dtype
+    nh, nt = rows.head.body1.shape[0], rows.tail.body1.shape[0]
+    if nh + nt == 0:
+        z = jnp.zeros((0,), dtype)
+        return Solution(z, z, jnp.zeros((bodies.inv_mass.shape[0], 6), dtype))
+    lam_h, lam_t, fc, _ = direct.solve(rows.head, rows.tail, bodies.inv_mass, bodies.inv_inertia,
+                                       bodies.rhs, bodies.h)
+    return Solution(lam_h, lam_t, fc)
+
+
 def sequential_updates(name: str, rows, nbody: int) -> jax.Array:
     """Sequential updates one sweep of solver ``name`` makes on ``rows`` (a
     :class:`jaxode.sim.records.RowSet` of one world): ``pgs`` one per active head row
     and tail contact, ``colored`` one per colour phase. Times ``iterations``, the
-    step's dependent loop length (a GPU's kernel-launch count per step)."""
+    step's dependent loop length (a GPU's kernel-launch count per step).
+    ``direct`` has no sweeps (its active-set passes depend on the data): refused."""
+    if name not in SWEEPS:
+        raise ValueError(f"sequential_updates counts the sweeps of {tuple(SWEEPS)} (got {name!r})")
     nc = rows.tail.body1.shape[0] // rows.block
     tact = jnp.any(rows.tail.active.reshape(nc, rows.block), axis=1) if nc else None
     if name == "pgs":
@@ -120,5 +148,6 @@ def solve_colored(head, tail, inv_mass, inv_inertia, rhs_body, h, sor, iteration
                        iterations, block, cone, cone_rows, colours=colours))
 
 
-__all__ = ["COLOURS", "SWEEPS", "Solution", "colour", "cone_project", "friction_bounds",
-           "sequential_updates", "solve", "solve_colored", "solve_pgs", "solve_rows"]
+__all__ = ["COLOURS", "SOLVERS", "SWEEPS", "Solution", "colour", "cone_project", "friction_bounds",
+           "sequential_updates", "solve", "solve_colored", "solve_direct", "solve_pgs",
+           "solve_rows"]
