@@ -197,7 +197,10 @@ def test_brax_ppo_runs(name):
 
     env = envs.to_brax(name)
     evals = []
+    # pendulum also through Brax's DomainRandomizationVmapWrapper
+    rand = envs.brax_randomization({"body_mass": (0.5, 1.5)}) if name == "pendulum" else None
     ppo.train(environment=env, num_timesteps=2_000, episode_length=50, num_envs=16,
+              randomization_fn=rand,
               batch_size=16, num_minibatches=2, unroll_length=8, num_updates_per_batch=1,
               num_evals=2, num_eval_envs=4, seed=0,
               progress_fn=lambda n, m: evals.append(float(m["eval/episode_reward"])))
@@ -222,13 +225,39 @@ def test_gymnasium_check_env_registered(gid):
 def test_sb3_ppo_cartpole():
     pytest.importorskip("stable_baselines3")
     from stable_baselines3 import PPO
-    from stable_baselines3.common.evaluation import evaluate_policy
     from stable_baselines3.common.vec_env import VecMonitor
 
     venv = VecMonitor(envs.to_sb3("cartpole", 8, seed=0))
     model = PPO("MlpPolicy", venv, n_steps=32, batch_size=256, gae_lambda=0.8, gamma=0.98,
-                n_epochs=20, ent_coef=0.0, learning_rate=1e-3, seed=0)
-    before, _ = evaluate_policy(model, venv, n_eval_episodes=8, deterministic=True)
-    model.learn(20_000)
-    after, _ = evaluate_policy(model, venv, n_eval_episodes=8, deterministic=True)
-    assert after > max(2 * before, 100), (before, after)
+                n_epochs=20, ent_coef=0.0, learning_rate=1e-3, seed=0)   # rl-zoo's CartPole
+    model.learn(2_000)
+    first = np.mean([e["r"] for e in model.ep_info_buffer])            # ~random policy: ~20
+    model.learn(10_000, reset_num_timesteps=False)
+    last = np.mean([e["r"] for e in list(model.ep_info_buffer)[-20:]])
+    assert last > max(3 * first, 100), (first, last)
+
+
+@pytest.mark.extended
+def test_sb3_sac_pendulum_runs():
+    pytest.importorskip("stable_baselines3")
+    from stable_baselines3 import SAC
+
+    venv = envs.to_sb3("pendulum", 2, seed=0)
+    model = SAC("MlpPolicy", venv, learning_starts=50, batch_size=32, seed=0)
+    model.learn(300)
+    buf = model.replay_buffer
+    # 300 transitions from 2 worlds in [-2, 2] N m, rewards Pendulum-v1's (<= 0, >= -16.3)
+    assert buf.pos == 150 and np.all(np.abs(buf.actions[:150]) <= 2.0)
+    assert np.all(buf.rewards[:150] <= 0) and np.all(buf.rewards[:150] >= -16.3)
+
+
+@pytest.mark.extended
+def test_brax_render_draws_the_pole():
+    pytest.importorskip("brax")
+    env = envs.to_brax("cartpole")
+    up = env.env.physics_from(*[jnp.float32(0.0)] * 4)
+    leaning = env.env.physics_from(jnp.float32(0.0), jnp.float32(0.0), jnp.float32(0.2), jnp.float32(0.0))
+    a, b = env.render([up, leaning], height=60, width=80)
+    assert a.shape == (60, 80, 3) and a.dtype == np.uint8
+    diff = np.any(a != b, axis=-1)
+    assert diff.any() and not diff[-10:].any()     # the pole moved, the cart (lower rows) did not
