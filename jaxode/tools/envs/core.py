@@ -79,7 +79,8 @@ class Env:
       ``before`` is the state at the start of the env step.
 
     dt [s]: physics step; frame_skip: physics steps per env step (the control
-    period is ``dt * frame_skip``); episode_length: env steps before
+    period is ``control_dt = dt * frame_skip``, what Brax and MuJoCo Playground
+    call ``dt``: ``to_brax(env).dt``; docs/RL.md); episode_length: env steps before
     truncation; randomize: ``{params field: (lo, hi)}`` uniform per world at
     every reset (see :func:`jaxode.envs.randomize_params`).
     """
