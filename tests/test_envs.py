@@ -285,6 +285,7 @@ def test_gymnasium_vector_env(cartpole_env):
         new, rew, term, trunc, info = stats.step(a)
         assert new.dtype == np.float32 and new in venv.observation_space
         assert rew.dtype == np.float32 and term.dtype == bool and trunc.dtype == bool
+        assert new.flags.writeable and rew.flags.writeable        # copies, not JAX buffers
         assert not trunc.any()                                      # 500-step limit not reached
         # next-step autoreset: worlds that ended last step restart, ignoring the action
         np.testing.assert_array_equal(rew, np.where(ended, 0.0, 1.0))

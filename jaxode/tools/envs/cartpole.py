@@ -74,6 +74,10 @@ class CartPole(Env):
         self.obs_high = np.array([2 * X_LIMIT, np.inf, 2 * THETA_LIMIT, np.inf])
         self.obs_low = -self.obs_high
 
+    @property
+    def camera(self):
+        return jaxode.Camera(pos=(0.0, -5.0, 0.8), look_at=(0.0, 0.0, 0.3))
+
     def physics_from(self, x, x_dot, theta, theta_dot) -> jaxode.State:
         """The bodies' state for cart position/velocity and pole angle/rate
         (rigid: the pole's centre moves with v_cart + omega x r)."""

@@ -80,7 +80,8 @@ class Env:
       ``before`` is the state at the start of the env step.
 
     dt [s]: physics step; frame_skip: physics steps per env step (the control
-    period is ``dt * frame_skip``); episode_length: env steps before
+    period is ``control_dt = dt * frame_skip``, what Brax and MuJoCo Playground
+    call ``dt``: ``to_brax(env).dt``; docs/RL.md); episode_length: env steps before
     truncation; randomize: ``{params field: (lo, hi)}`` uniform per world at
     every reset (see :func:`jaxode.envs.randomize_params`).
     """
@@ -133,6 +134,11 @@ class Env:
         return self.dt * self.frame_skip
 
     @property
+    def camera(self):
+        """The :class:`jaxode.Camera` that adapters' ``render`` uses (envs set their own)."""
+        return jaxode.Camera()
+
+    @property
     def dtype(self):
         return self.model.params.body_mass.dtype
 
@@ -157,11 +163,7 @@ class Env:
             bad = (action < 0) | (action >= self.num_actions)
             physics = physics.replace(nonfinite=physics.nonfinite | bad)
 
-        def substep(_, ph):
-            ph, p = self.control(ph, state.params, action)
-            return jaxode.step(self.model, ph, self.dt, params=p)
-
-        physics = jax.lax.fori_loop(0, self.frame_skip, substep, physics)
+        physics = self.advance(physics, state.params, action)
         reward, terminated = self.reward_done(state, physics, action)
         terminated = jnp.asarray(terminated, bool) | physics.nonfinite
         steps = state.info["steps"] + 1
@@ -170,6 +172,15 @@ class Env:
         obs = self.observe(physics, state.params, info)
         return state.replace(physics=physics, obs=obs, reward=jnp.asarray(reward, obs.dtype),
                              done=terminated | truncated, info=info)
+
+    def advance(self, physics: State, params: Params, action: jax.Array) -> State:
+        """``frame_skip`` physics steps of ``dt`` with ``action`` (already
+        checked and clipped, :meth:`step`) held: ``control`` before each."""
+        def substep(_, ph):
+            ph, p = self.control(ph, params, action)
+            return jaxode.step(self.model, ph, self.dt, params=p)
+
+        return jax.lax.fori_loop(0, self.frame_skip, substep, physics)
 
     def reset_batch(self, keys: jax.Array) -> EnvState:
         """``vmap(reset)``: one new episode per key, ``keys`` (n, 2) (e.g.

@@ -57,6 +57,10 @@ class Pendulum(Env):
         self.obs_high = np.array([1.0, 1.0, MAX_SPEED])
         self.obs_low = -self.obs_high
 
+    @property
+    def camera(self):
+        return jaxode.Camera(pos=(0.0, -3.5, 0.0), look_at=(0.0, 0.0, 0.0))
+
     def physics_from(self, theta, theta_dot) -> jaxode.State:
         """The rod's state at angle ``theta`` from upright and rate ``theta_dot``."""
         dt, h = self.dtype, LENGTH / 2

@@ -70,6 +70,10 @@ class PushBox(Env):
         self.obs_high = np.full(self.observation_size, np.inf)
         self.obs_low = -self.obs_high
 
+    @property
+    def camera(self):
+        return jaxode.Camera(pos=(0.0, -1.6, 1.6), look_at=(0.0, 0.0, 0.0))
+
     def init_physics(self, key, params):
         kb, kt, ka = jax.random.split(key, 3)
         dt = self.dtype

@@ -59,6 +59,10 @@ class Walker(Env):
         self.obs_high = np.full(self.observation_size, np.inf)
         self.obs_low = -self.obs_high
 
+    @property
+    def camera(self):
+        return jaxode.Camera(pos=(1.5, -2.5, 1.0), look_at=(0.0, 0.0, 0.0), follow=self.torso)
+
     def init_physics(self, key, params):
         return jaxode.init(self.model), {}
 
