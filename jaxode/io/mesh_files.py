@@ -33,12 +33,14 @@ the rule the SDF, URDF and MJCF loaders share:
 from __future__ import annotations
 
 import os
+import warnings
 from typing import NamedTuple, Optional, Sequence
 
 import numpy as np
 
 from jaxode.build import hull as hull_lib
 from jaxode.build import meshes as mesh_lib
+from jaxode.io.xml_util import JaxodeFormatWarning
 
 MESH_EXTENSIONS = (".stl", ".obj", ".dae")
 _AREA_REL = 1e-12  # as jaxode.build.meshes: zero-area triangles are dropped
@@ -95,8 +97,14 @@ def load_mesh(path, scale: Sequence[float] = (1.0, 1.0, 1.0), up_axis: bool = Fa
     f = np.asarray(getattr(m, "faces", np.zeros((0, 3))), dtype=np.int64)
     if v.ndim != 2 or v.shape[0] < 3 or f.ndim != 2 or f.shape[0] < 1:
         raise ValueError(f"{path}: the file holds no triangles")
-    if not np.all(np.isfinite(v)):
-        raise ValueError(f"{path}: the mesh has non-finite vertices")
+    bad = ~np.all(np.isfinite(v), axis=1)
+    if np.any(bad):  # NaN/inf vertices: their triangles are dropped, with a warning
+        f = f[~np.any(bad[f], axis=1)]
+        warnings.warn(f"{path}: {int(bad.sum())} non-finite vertices; their triangles are "
+                      f"left out ({f.shape[0]} kept)", JaxodeFormatWarning, stacklevel=2)
+        v = np.where(bad[:, None], 0.0, v)
+        if f.shape[0] < 1:
+            raise ValueError(f"{path}: every triangle has a non-finite vertex")
     if ext == ".dae":
         v = _collada_frame(path, v, up_axis)
     v = v * s
@@ -225,7 +233,17 @@ def add_mesh_geom(builder, mesh: MeshFile, body: Optional[int] = None, pos=(0.0,
     try:
         if body is None or body_mesh == "trimesh":
             return builder.add_trimesh(mesh.vertices, mesh.faces, **args)
-        return builder.add_convex(hull_points(mesh.vertices), **args)
+        n = hull_lib.MAX_HULL_VERTICES
+        while True:
+            try:
+                return builder.add_convex(hull_points(mesh.vertices, n), **args)
+            except ValueError as e:
+                # build_hull merges nearly coplanar triangles into faces; on
+                # a dense, nearly flat patch that can leave a vertex off its
+                # face ("internal error"): a coarser reduction avoids it
+                if "internal error" not in str(e) or n <= 16:
+                    raise
+                n -= 2
     except ValueError as e:
         raise ValueError(f"{where}: {e}") from None
 
