@@ -42,6 +42,7 @@ def main(argv=None) -> int:
                     help="step every k-th built file (1 = all; stepping compiles per structure)")
     ap.add_argument("--limit", type=int, default=0, help="only the first N files (0 = all)")
     ap.add_argument("--json", default="")
+    ap.add_argument("--progress", action="store_true", help="one line per file on stderr")
     args = ap.parse_args(argv)
 
     import jax
@@ -84,6 +85,8 @@ def main(argv=None) -> int:
         except Exception as e:  # the corpus is measured, not stopped, by a failure
             r["error"] = _short(e)
         results.append(r)
+        if args.progress:
+            print(json.dumps(r), file=sys.stderr, flush=True)
     n = len(results)
     loaded = sum(r["loaded"] for r in results)
     built = sum(r["built"] for r in results)
