@@ -62,7 +62,13 @@ def test_sdf_builtin_models_kp_kd_and_shared_names(monkeypatch):
     # Hooke: the 2 kg ball rests m g / kp below its touching height. The
     # ground plane keeps SDF's max_vel 0.01 m/s, which would cap the spring's
     # correcting velocity (the pair takes the min): lift it for this check
-    m = b.build()
+    # (stepped without the slider joint, which only holds the ball upright:
+    # one small scene to compile)
+    text = open(os.path.join(RULES, "sun_ground.world")).read()
+    text = text[:text.index('<joint name="ball"')] + text[text.index("</joint>") + 8:]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", jaxode.JaxodeFormatWarning)
+        m = jaxode.load_sdf(text.lstrip(), search_path=[]).build()
     m = m.replace(params=m.params.replace(max_vel=m.params.max_vel * 0 + 100.0))
     s = _roll(m, jaxode.init(m), 600)
     sink = 0.1 - float(s.pos[0, 2])
@@ -205,6 +211,27 @@ def test_urdf_default_and_repaired_inertia_match_pybullet(tmp_path):
                                    rtol=1e-5)
     finally:
         p.disconnect(cid)
+
+
+def test_urdf_package_dirs_and_mesh_scale(tmp_path):
+    pytest.importorskip("trimesh")
+    link = ("<link name='l'><inertial><mass value='1'/><inertia ixx='1' iyy='1' izz='1' ixy='0' "
+            "ixz='0' iyz='0'/></inertial><collision><geometry><mesh filename='{f}' "
+            "scale='2 1 1'/></geometry></collision></link>")
+    u = _urdf(link.format(f="package://mypkg/meshes/cube.obj"))
+    for dirs in ({"mypkg": DATA}, [os.path.dirname(DATA)], DATA):
+        # {package: dir} -> dir/rest; a listed dir d -> d/PKG/rest or d/rest
+        if isinstance(dirs, list):
+            os.makedirs(tmp_path / "mypkg", exist_ok=True)
+            if not os.path.exists(tmp_path / "mypkg" / "meshes"):
+                os.symlink(os.path.join(DATA, "meshes"), tmp_path / "mypkg" / "meshes")
+            dirs = [str(tmp_path)]
+        b = jaxode.load_urdf(u, package_dirs=dirs)
+        h = b.hulls[0][1]
+        np.testing.assert_allclose(np.ptp(h.verts, axis=0), [2, 1, 1])  # the scaled cube's hull
+    with pytest.raises(ValueError, match=r"<string>:3: <mesh>: cannot find mesh file "
+                                         r"'package://mypkg/meshes/cube.obj' \(tried"):
+        jaxode.load_urdf(u)
 
 
 def _pybullet_data():

@@ -23,12 +23,13 @@ the rule the SDF, URDF and MJCF loaders share:
   btConvexHullShape unless the link is static / concave is asked for) and
   as MuJoCo does for every mesh geom. The hull is cheap against every geom
   type and needs no closed mesh; jaxode's hulls have at most
-  ``MAX_HULL_VERTICES`` (64) vertices, so a hull with more is reduced to
-  the mesh vertices that are extreme along a set of evenly spread
-  directions (Fibonacci sphere; the reduced hull lies inside the exact one
-  and touches it in those directions; ``hull_deviation`` measures the
-  gap). ``body_mesh="trimesh"`` keeps the triangles (Gazebo's ODE way; one
-  sided, the mesh should be closed), at most MAX_MESH_TRIANGLES.
+  ``MAX_HULL_VERTICES`` (64) vertices, so a hull with more is reduced by
+  the greedy rule of :func:`hull_points` (the reduced hull lies inside the
+  exact one; ``hull_deviation`` measures the gap; where jaxode's hull
+  builder cannot merge a dense, nearly flat patch into faces, a coarser
+  reduction, 2 vertices fewer at a time, is used). ``body_mesh="trimesh"``
+  keeps the triangles (Gazebo's ODE way; one sided, the mesh should be
+  closed), at most MAX_MESH_TRIANGLES.
 """
 from __future__ import annotations
 
