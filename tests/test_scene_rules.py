@@ -114,7 +114,7 @@ def test_sdf_heightmap_from_image(tmp_path):
     Image = pytest.importorskip("PIL.Image")
     img = np.zeros((3, 5), dtype=np.uint8)  # 3 rows (y), 5 columns (x)
     img[:, :] = np.arange(5) * 50  # a ramp along +x
-    img[0, 0] = 255  # top-left pixel: the -x, +y corner
+    img[0, 0] = 250  # top-left pixel: the -x, +y corner; the image's largest value
     Image.fromarray(img, mode="L").save(tmp_path / "hm.png")
     s = f"""<sdf version="1.6"><world name="w"><model name="t"><static>1</static>
       <link name="l"><collision name="c"><geometry><heightmap><uri>{tmp_path / 'hm.png'}</uri>
@@ -123,7 +123,8 @@ def test_sdf_heightmap_from_image(tmp_path):
     b = jaxode.load_sdf(s)
     h = b.hfields[0]
     assert h.shape == (5, 3)
-    np.testing.assert_allclose(h[:, 1], np.arange(5) * 50 / 255 * 10)
+    # Gazebo's HeightmapShape: height = value / (largest value) * size z
+    np.testing.assert_allclose(h[:, 1], np.arange(5) * 50 / 250 * 10)
     assert h[0, 2] == pytest.approx(10.0) and h[0, 0] == 0.0  # +y is the image's top row
     assert np.allclose(b.geoms[0]["pos"], [1, 0, 0])
 

@@ -52,6 +52,7 @@ def main(argv=None) -> int:
                          "one compile); 0 = each file alone")
     ap.add_argument("--limit", type=int, default=0, help="only the first N files (0 = all)")
     ap.add_argument("--only", default="", help="only files whose path contains this")
+    ap.add_argument("--exclude", default="", help="leave out files whose path contains this")
     ap.add_argument("--json", default="")
     ap.add_argument("--progress", action="store_true", help="one line per file on stderr")
     args = ap.parse_args(argv)
@@ -66,6 +67,8 @@ def main(argv=None) -> int:
     files = sorted(glob.glob(os.path.join(root, "**", "*.urdf"), recursive=True))
     if args.only:
         files = [f for f in files if args.only in os.path.relpath(f, root)]
+    if args.exclude:
+        files = [f for f in files if args.exclude not in os.path.relpath(f, root)]
     if args.limit:
         files = files[:args.limit]
     opts = {"xla_backend_optimization_level": 0}

@@ -581,11 +581,15 @@ class _Loader:
 
     def heightmap(self, g: Node, T_c: np.ndarray, s: Surface) -> int:
         """<heightmap><uri> (a grayscale image, read with Pillow) <size> (x y z
-        [m]) <pos>: Gazebo's terrain: the image spans size x by size y centred
-        at pos (plus the collision's pose; only a translation is supported),
-        each pixel's height = value / max value of its bit depth * size z.
-        Image columns run along +x, rows from the top down along -y (the image
-        seen from above, north up)."""
+        [m]) <pos>: the image spans size x by size y centred at pos (plus the
+        collision's pose; a translation only), heights = value / (the
+        image's largest value) * size z, as Gazebo's HeightmapShape::Init
+        (scale z = |size z| / max colour; all black: 0). One terrain vertex
+        per pixel (Gazebo resamples the image bilinearly at half-pixel
+        spacing, 2 w - 1 vertices a side, and wants a square 2^n + 1 image;
+        jaxode takes any size). Image columns run along +x, rows from the
+        top down along -y (the image seen from above, north up): jaxode's
+        convention, not checked against Gazebo's."""
         rep = self.rep
         uri = g.find("uri")
         if uri is None or not uri.text.strip():
@@ -603,7 +607,7 @@ class _Loader:
                            img.convert("L"), dtype=np.float64)
         except OSError as e:
             raise rep.error(uri, f"cannot read the image {path!r} ({e})") from None
-        top = 65535.0 if (mode.startswith("I;16") or mode == "I") else 255.0
+        top = float(a.max()) if a.size and a.max() > 0 else 1.0
         size = rep.floats(g.find("size"), 3) if g.find("size") is not None else np.array([1.0, 1.0, 1.0])
         pos = rep.floats(g.find("pos"), 3) if g.find("pos") is not None else np.zeros(3)
         if not np.allclose(T_c[:3, :3], np.eye(3), atol=1e-12):
