@@ -114,7 +114,7 @@ def main(argv=None) -> int:
     # file's verdict is its own bodies'. A group that fails is redone alone.
     groups, cur, nb = [], [], 0
     for r in built:
-        if args.group and cur and (nb + max(r["bodies"], 1) > args.group):
+        if cur and (not args.group or nb + max(r["bodies"], 1) > args.group):
             groups.append(cur)
             cur, nb = [], 0
         cur.append(r)
