@@ -368,8 +368,11 @@ def test_include_from_env_and_surface_fields(monkeypatch):
           </contact></surface></collision>
         <collision name="mesh"><geometry><mesh><uri>x.dae</uri></mesh></geometry></collision>
       </link></model></world></sdf>"""
-    with pytest.warns(jaxode.JaxodeFormatWarning, match=r"<string>:11: <mesh>"):
-        b = jaxode.load_sdf(s)
+    # <mesh> collisions are read since issue 21 (a moving link's mesh: its convex hull)
+    pytest.importorskip("trimesh")
+    s = s.replace("<uri>x.dae</uri>", "<uri>" + os.path.join(os.path.dirname(__file__), "data",
+                                                              "meshes", "cube.dae") + "</uri>")
+    b = jaxode.load_sdf(s)
     plane = b.geoms[b.sdf_info["geoms"]["ground_plane::link::collision"]]
     np.testing.assert_allclose(plane["pos"], [0, 0, -1])  # n * offset of the included pose
     sf = b.geoms[b.sdf_info["geoms"]["m::l::c"]]["surface"]
@@ -377,7 +380,8 @@ def test_include_from_env_and_surface_fields(monkeypatch):
     assert sf.spinning_value == pytest.approx(0.04)
     assert (sf.bounce, sf.bounce_vel, sf.kp, sf.kd, sf.max_vel, sf.min_depth, sf.max_contacts) == (
         0.3, 0.2, 1e5, 10.0, 2.0, 0.002, 3)
-    assert "m::l::mesh" not in b.sdf_info["geoms"]
+    from jaxode.sim.collision import contact as ct
+    assert b.geoms[b.sdf_info["geoms"]["m::l::mesh"]]["type"] == ct.CONVEX
 
 
 def test_urdf_structure_merge_limits_motors():
@@ -395,10 +399,14 @@ def test_urdf_structure_merge_limits_motors():
         <limit lower="-0.3" upper="0.4" effort="7" velocity="1.5"/>
         <dynamics damping="0.1" friction="0.2"/></joint>
     </robot>"""
+    # <mesh> collisions are read since issue 21 (a moving link's mesh: its convex hull)
+    pytest.importorskip("trimesh")
+    u = u.replace('filename="arm.stl"', 'filename="' + os.path.join(
+        os.path.dirname(__file__), "data", "meshes", "cube.stl") + '"')
     with pytest.warns(jaxode.JaxodeFormatWarning) as rec:
         b = jaxode.load_urdf(u, base_pos=(0, 0, 1), motors=True)
     msgs = " ".join(str(w.message) for w in rec)
-    assert "<mesh>" in msgs and "damping" in msgs
+    assert "damping" in msgs
     info = b.urdf_info
     assert info["links"]["plate"] == info["links"]["base"] == 0  # massless fixed link merged
     np.testing.assert_allclose(b.geoms[0]["pos"], [0, 0, 0.6])  # plate geom on the base body

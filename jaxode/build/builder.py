@@ -831,8 +831,6 @@ class WorldBuilder:
         the group, at most 64 + 2 per geom). What does not fit is counted in
         ``State.overflow_contacts`` / ``overflow_pairs``.
         """
-        if not self.bodies:
-            raise ValueError("the world needs at least one body (add_body)")
         nbody, ngeom = len(self.bodies), len(self.geoms)
         # Only body-body pairs: a joint to the static world (body2 None) must not
         # switch off the body's contacts with static geoms (ODE's near callback
@@ -907,8 +905,9 @@ class WorldBuilder:
         surf = [gg["surface"] for gg in g]
 
         values = dict(
-            gravity=self.gravity, body_mass=np.array([bb["mass"] for bb in b]),
-            body_inertia=np.stack([bb["inertia"] for bb in b]),
+            gravity=self.gravity,
+            body_mass=np.array([bb["mass"] for bb in b], dtype=np.float64).reshape(nbody),
+            body_inertia=np.array([bb["inertia"] for bb in b], dtype=np.float64).reshape(nbody, 3, 3),
             **{key: getattr(self, key) for key in (
                 "erp", "cfm", "sor", "contact_max_correcting_vel", "contact_surface_layer",
                 "linear_damping", "angular_damping", "linear_damping_threshold",

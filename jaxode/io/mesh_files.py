@@ -23,22 +23,25 @@ the rule the SDF, URDF and MJCF loaders share:
   btConvexHullShape unless the link is static / concave is asked for) and
   as MuJoCo does for every mesh geom. The hull is cheap against every geom
   type and needs no closed mesh; jaxode's hulls have at most
-  ``MAX_HULL_VERTICES`` (64) vertices, so a hull with more is reduced to
-  the mesh vertices that are extreme along a set of evenly spread
-  directions (Fibonacci sphere; the reduced hull lies inside the exact one
-  and touches it in those directions; ``hull_deviation`` measures the
-  gap). ``body_mesh="trimesh"`` keeps the triangles (Gazebo's ODE way; one
-  sided, the mesh should be closed), at most MAX_MESH_TRIANGLES.
+  ``MAX_HULL_VERTICES`` (64) vertices, so a hull with more is reduced by
+  the greedy rule of :func:`hull_points` (the reduced hull lies inside the
+  exact one; ``hull_deviation`` measures the gap; where jaxode's hull
+  builder cannot merge a dense, nearly flat patch into faces, a coarser
+  reduction, 2 vertices fewer at a time, is used). ``body_mesh="trimesh"``
+  keeps the triangles (Gazebo's ODE way; one sided, the mesh should be
+  closed), at most MAX_MESH_TRIANGLES.
 """
 from __future__ import annotations
 
 import os
+import warnings
 from typing import NamedTuple, Optional, Sequence
 
 import numpy as np
 
 from jaxode.build import hull as hull_lib
 from jaxode.build import meshes as mesh_lib
+from jaxode.io.xml_util import JaxodeFormatWarning
 
 MESH_EXTENSIONS = (".stl", ".obj", ".dae")
 _AREA_REL = 1e-12  # as jaxode.build.meshes: zero-area triangles are dropped
@@ -95,8 +98,14 @@ def load_mesh(path, scale: Sequence[float] = (1.0, 1.0, 1.0), up_axis: bool = Fa
     f = np.asarray(getattr(m, "faces", np.zeros((0, 3))), dtype=np.int64)
     if v.ndim != 2 or v.shape[0] < 3 or f.ndim != 2 or f.shape[0] < 1:
         raise ValueError(f"{path}: the file holds no triangles")
-    if not np.all(np.isfinite(v)):
-        raise ValueError(f"{path}: the mesh has non-finite vertices")
+    bad = ~np.all(np.isfinite(v), axis=1)
+    if np.any(bad):  # NaN/inf vertices: their triangles are dropped, with a warning
+        f = f[~np.any(bad[f], axis=1)]
+        warnings.warn(f"{path}: {int(bad.sum())} non-finite vertices; their triangles are "
+                      f"left out ({f.shape[0]} kept)", JaxodeFormatWarning, stacklevel=2)
+        v = np.where(bad[:, None], 0.0, v)
+        if f.shape[0] < 1:
+            raise ValueError(f"{path}: every triangle has a non-finite vertex")
     if ext == ".dae":
         v = _collada_frame(path, v, up_axis)
     v = v * s
@@ -225,7 +234,17 @@ def add_mesh_geom(builder, mesh: MeshFile, body: Optional[int] = None, pos=(0.0,
     try:
         if body is None or body_mesh == "trimesh":
             return builder.add_trimesh(mesh.vertices, mesh.faces, **args)
-        return builder.add_convex(hull_points(mesh.vertices), **args)
+        n = hull_lib.MAX_HULL_VERTICES
+        while True:
+            try:
+                return builder.add_convex(hull_points(mesh.vertices, n), **args)
+            except ValueError as e:
+                # build_hull merges nearly coplanar triangles into faces; on
+                # a dense, nearly flat patch that can leave a vertex off its
+                # face ("internal error"): a coarser reduction avoids it
+                if "internal error" not in str(e) or n <= 16:
+                    raise
+                n -= 2
     except ValueError as e:
         raise ValueError(f"{where}: {e}") from None
 

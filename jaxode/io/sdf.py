@@ -14,19 +14,35 @@
   are noted with a warning: jaxode always steps with QuickStep (PGS).
 * ``<model>`` (``<pose>``, ``<static>``, nested models, ``<include>`` of
   ``model://NAME`` found in ``search_path`` then ``$GAZEBO_MODEL_PATH`` and
-  ``$SDF_PATH``: ``NAME/model.config``'s ``<sdf>`` file, else ``NAME/model.sdf``).
+  ``$SDF_PATH``: ``NAME/model.config``'s ``<sdf>`` file, else ``NAME/model.sdf``;
+  Gazebo's ``model://sun`` (a light: nothing) and ``model://ground_plane`` (a
+  static plane, surface mu 100, mu2 50) work without a model path). A world
+  or model with no moving link is legal (a building, a table): it builds
+  and steps with zero bodies.
 * ``<link>``: ``<pose>``, ``<inertial>`` (mass, pose, ixx..izz; SDF default
   1 kg, unit inertia), ``<gravity>``. The body is placed at the inertial frame
   (ODE needs the centre of mass at the body origin); collision geoms are
   offset accordingly. Links of static models are static geoms.
 * ``<collision>``: ``<pose>``, ``<geometry>`` box / sphere / cylinder /
-  capsule / plane (heightmap, mesh, polyline: warned, skipped), ``<max_contacts>``
+  capsule / plane / mesh / heightmap (polyline: warned, skipped), ``<max_contacts>`` (0: the
+  collision makes no contacts, as in Gazebo)
   and ``<surface>``: friction ``<ode>`` mu, mu2, fdir1, slip1, slip2;
   ``<torsional>`` coefficient, patch_radius; ``<bounce>``
   restitution_coefficient, threshold; ``<contact><ode>`` soft_cfm, soft_erp,
   kp, kd, max_vel, min_depth. SDF's surface defaults (mu = mu2 = 1,
   max_vel 0.01 m/s, min_depth 0) apply when the element is absent; soft_erp,
-  soft_cfm, kp, kd, slip only when given (unset: the world's erp/cfm).
+  soft_cfm, kp, kd, slip only when given (unset: the world's erp/cfm). kp or
+  kd given: Gazebo's rule (gazebo/physics/ode/ODEPhysics.cc, ``Collide``):
+  the contact ERP/CFM come from kp and kd (the one not given takes SDF's
+  default, kp 1e12 N/m, kd 1 N s/m); soft_erp/soft_cfm given beside them
+  are unused (warned).
+* ``<mesh>``: ``<uri>`` (``model://NAME/...`` in the search path,
+  ``file://``/absolute, or relative to the SDF file's folder) and ``<scale>``,
+  read by :mod:`jaxode.io.mesh_files` (STL, OBJ, COLLADA; extra
+  ``jaxode[meshes]``): a triangle mesh on a static link (Gazebo's ODE
+  trimesh), the convex hull on a moving one (see that module).
+* ``<heightmap>``: a grayscale image (Pillow) over ``<size>`` x y, heights
+  value / max * size z, centred at ``<pos>`` (see ``_Loader.heightmap``).
 * ``<joint>`` revolute (hinge), prismatic (slider), ball, universal,
   revolute2 (hinge-2, body 1 = parent, body 2 = child), fixed; gearbox and
   screw are out of scope (warned, skipped). ``parent``/``child`` ``world`` (or
@@ -45,9 +61,11 @@
   a nested model, a ``<frame>`` or ``__model__`` of the same model.
 
 Other elements are reported by :class:`JaxodeFormatWarning`, once per element
-name, with the line; ``visual``, ``light``, ``scene``, ``gui``, ``audio``,
-``sensor``, ``material`` (visual), ``spherical_coordinates`` have no physics and
-are skipped silently. Bad XML or values raise ``ValueError`` naming the file
+name, with the line; ``light``, ``scene``, ``gui``, ``plugin``, ``sensor``,
+``audio``, ``spherical_coordinates`` and the like have no part in the step:
+skipped with one warning per element name; ``visual`` silently. SDF 1.5-1.7
+name scoping: a joint may share a link's name (a ``relative_to`` then names
+the link). Whitespace before ``<?xml`` is accepted. Bad XML or values raise ``ValueError`` naming the file
 (``"<string>"`` for text), the line and the element.
 
 The builder gets ``builder.dt`` (the step) and ``builder.sdf_info``: a dict
@@ -69,10 +87,31 @@ import numpy as np
 from jaxode.build import mass as mass_lib
 from jaxode.build.builder import WorldBuilder
 from jaxode.build.surface import Surface
+from jaxode.io import mesh_files
 from jaxode.io.xml_util import Node, Reporter, inv, mat_to_quat, parse, transform
 
-NO_PHYSICS = {"visual", "light", "scene", "gui", "audio", "sensor", "spherical_coordinates",
-              "projector", "battery", "enable_wind"}
+#: Elements without physics: skipped without a word.
+SILENT = {"visual"}
+#: Elements without physics that a reader may expect to act: skipped with one
+#: JaxodeFormatWarning per element name (Gazebo renders or simulates them
+#: outside the ODE step).
+NO_PHYSICS = {"light", "scene", "gui", "audio", "sensor", "spherical_coordinates", "projector",
+              "battery", "enable_wind", "plugin", "state", "population", "road", "actor", "wind",
+              "atmosphere", "magnetic_field"}
+#: Gazebo's own models that jaxode knows without a model path, written from
+#: their published model.sdf files: ``sun`` is a directional light only;
+#: ``ground_plane`` a static plane with the surface mu 100, mu2 50.
+BUILTIN_MODELS = {
+    "sun": """<sdf version="1.6"><model name="sun"><static>true</static>
+      <light type="directional" name="sun"/></model></sdf>""",
+    "ground_plane": """<sdf version="1.6"><model name="ground_plane"><static>true</static>
+      <link name="link"><collision name="collision">
+        <geometry><plane><normal>0 0 1</normal><size>100 100</size></plane></geometry>
+        <surface><friction><ode><mu>100</mu><mu2>50</mu2></ode></friction></surface>
+      </collision></link></model></sdf>""",
+}
+#: SDF's defaults for <contact><ode><kp>/<kd> (Gazebo applies them when only one is given).
+KP_DEFAULT, KD_DEFAULT = 1e12, 1.0
 FRICTION = {"pyramid_model": "pyramid", "box_model": "box", "cone_model": "cone"}
 BIG = 1e16  # SDF's "no limit" for joint stops
 
@@ -90,6 +129,7 @@ class _Loader:
     def __init__(self, rep: Reporter, search_path):
         self.rep = rep
         self.search = _search_dirs(search_path)
+        self.base_dir = os.getcwd()  # the file's folder: relative mesh uris
         self.b: Optional[WorldBuilder] = None
         self.version = (1, 6)
         self.links: dict[str, dict] = {}
@@ -100,7 +140,10 @@ class _Loader:
     def skip(self, node: Node, known: Sequence[str] = ()) -> None:
         """Warn about children of ``node`` not in ``known``."""
         for c in node.children:
-            if c.tag in known or c.tag in NO_PHYSICS:
+            if c.tag in known or c.tag in SILENT:
+                continue
+            if c.tag in NO_PHYSICS:
+                self.rep.warn(c, f"<{c.tag}> has no part in the physics step, skipped", key=c.tag)
                 continue
             self.rep.warn(c, f"element <{c.tag}> in <{node.tag}> is not supported, ignored",
                           key=c.tag)
@@ -212,12 +255,19 @@ class _Loader:
             if os.path.isfile(os.path.join(c, "model.sdf")):
                 path = os.path.join(c, "model.sdf")
                 break
-        if path is None:
+        if path is None and u.startswith("model://") and u[len("model://"):].strip("/") in BUILTIN_MODELS:
+            sub_root, sub_name = parse(BUILTIN_MODELS[u[len("model://"):].strip("/")])
+            sub_name = f"<builtin {u}>"
+        elif path is None:
             raise rep.error(uri, f"cannot find {u!r} (searched {self.search or 'nothing'}; "
                                  "pass search_path= or set GAZEBO_MODEL_PATH / SDF_PATH)")
-        sub_root, sub_name = parse(path)
+        else:
+            sub_root, sub_name = parse(path)
         sub = _Loader(Reporter(sub_name), None)
+        # one warning per element name for the whole load, included files too
+        sub.rep.warned, sub.rep.unsupported = self.rep.warned, self.rep.unsupported
         sub.search, sub.b, sub.links, sub.info = self.search, self.b, self.links, self.info
+        sub.base_dir = os.path.dirname(os.path.abspath(path)) if path else self.base_dir
         sub.max_contacts = self.max_contacts
         sub.version = _version(sub_root, sub.rep)
         models = sub_root.findall("model")
@@ -248,7 +298,9 @@ class _Loader:
             T_model = self.pose(node, parent_frames, parent_T)
         # Frames of this model by name, resolved lazily (SDF 1.7 relative_to).
         named = {}
-        for tag in ("link", "model", "frame", "joint"):
+        # SDF 1.5-1.7 let a joint share a link's name (1.8 forbids it); a
+        # relative_to names the link then (later tags override earlier ones)
+        for tag in ("joint", "frame", "model", "link"):
             for c in node.findall(tag):
                 if "name" in c.attrib:
                     named[c.attrib["name"]] = c
@@ -404,6 +456,20 @@ class _Loader:
                 for tag in ("soft_cfm", "soft_erp", "kp", "kd", "max_vel", "min_depth"):
                     if ode.find(tag) is not None:
                         kw[tag] = rep.float(ode.find(tag))
+                if "kp" in kw or "kd" in kw:
+                    # Gazebo's rule (gazebo/physics/ode/ODEPhysics.cc, Collide):
+                    # every contact's soft_erp/soft_cfm come from kp and kd,
+                    # ERP = h kp / (h kp + kd), CFM = 1 / (h kp + kd), kp in
+                    # series, kd summed over the two surfaces; <soft_erp> and
+                    # <soft_cfm> are read but not used there. The one of kp/kd
+                    # not given takes SDF's default (kp 1e12 N/m, kd 1 N s/m).
+                    kw.setdefault("kp", KP_DEFAULT)
+                    kw.setdefault("kd", KD_DEFAULT)
+                    for tag in ("soft_erp", "soft_cfm"):
+                        if kw.pop(tag, None) is not None:
+                            rep.warn(ode.find(tag), f"<{tag}> with <kp>/<kd>: Gazebo's ODE derives "
+                                                    f"the contact ERP/CFM from kp and kd, {tag} "
+                                                    "unused", key="soft with kp")
                 self.skip(ode, ("soft_cfm", "soft_erp", "kp", "kd", "max_vel", "min_depth"))
             self.skip(co, ("ode", "collide_without_contact", "collide_bitmask",
                            "collide_without_contact_bitmask"))
@@ -431,13 +497,17 @@ class _Loader:
             raise rep.error(node, "needs a <geometry> with one shape")
         s = self.surface(node.find("surface"))
         mc = node.find("max_contacts")
+        bits = {}
         if mc is not None:
             n = rep.float(mc)
-            if n != int(n) or n < 1:
-                raise rep.error(mc, f"must be an integer >= 1 (got {mc.text!r})")
-            s = Surface(**{**s.__dict__, "max_contacts": int(n)})
+            if n != int(n) or n < 0:
+                raise rep.error(mc, f"must be an integer >= 0 (got {mc.text!r})")
+            if n == 0:  # Gazebo: the collision makes no contacts
+                bits = dict(category_bits=0, collide_bits=0)
+            else:
+                s = Surface(**{**s.__dict__, "max_contacts": int(n)})
         g = geo.children[0]
-        kw = dict(body=body, pos=pos, quat=quat, surface=s)
+        kw = dict(body=body, pos=pos, quat=quat, surface=s, **bits)
         try:
             if g.tag == "box":
                 gi = b.add_box(rep.floats(g.find("size") or _need(rep, g, "size"), 3), **kw)
@@ -456,15 +526,99 @@ class _Loader:
                 nw = T_c[:3, :3] @ (nrm / np.linalg.norm(nrm))
                 # <size> only sizes the visual: Gazebo's ODE plane is infinite too
                 gi = b.add_plane(nw, float(nw @ T_c[:3, 3]), surface=s)
+            elif g.tag == "mesh":
+                gi = mesh_files.add_mesh_geom(b, self.mesh(g), where=rep.where(g), **kw)
+            elif g.tag == "heightmap":
+                if body is not None:
+                    raise rep.error(g, "a heightmap must be static (Gazebo's heightmaps are)")
+                gi = self.heightmap(g, T_c, s)
             else:
                 rep.warn(g, f"geometry <{g.tag}> is not supported, collision skipped",
                          key=f"geometry {g.tag}")
                 return
         except ValueError as e:
+            if str(e).startswith(rep.name):
+                raise
             raise rep.error(g, str(e)) from None
         self.info["geoms"][link + "::" + node.attrib.get("name", str(len(self.info["geoms"])))] = gi
         self.links[link]["geoms"].append(gi)
         self.skip(node, ("pose", "geometry", "surface", "max_contacts", "laser_retro"))
+
+    def resolve_uri(self, node: Node, u: str) -> str:
+        """A file named by an SDF uri: ``model://NAME/rest`` in the search
+        path (``NAME/rest`` under each directory), ``file://`` or absolute
+        as is, else relative to this file's folder, then the search path."""
+        if u.startswith("model://"):
+            rest = u[len("model://"):]
+            tried = [os.path.join(d, rest) for d in self.search]
+        elif u.startswith("file://"):
+            tried = [u[len("file://"):]]
+        elif os.path.isabs(u):
+            tried = [u]
+        else:
+            tried = [os.path.join(self.base_dir, u)] + [os.path.join(d, u) for d in self.search]
+        for t in tried:
+            if os.path.isfile(t):
+                return t
+        raise self.rep.error(node, f"cannot find {u!r} (tried {tried}; pass search_path= or set "
+                                   "GAZEBO_MODEL_PATH for model:// uris)")
+
+    def mesh(self, g: Node):
+        """<mesh><uri><scale>: the file's triangles times scale (``<submesh>``:
+        warned, the whole mesh is used)."""
+        uri = g.find("uri")
+        if uri is None or not uri.text.strip():
+            raise self.rep.error(g, "needs a <uri>")
+        path = self.resolve_uri(uri, uri.text.strip())
+        sc = self.rep.floats(g.find("scale"), 3) if g.find("scale") is not None else (1.0, 1.0, 1.0)
+        if g.find("submesh") is not None:
+            self.rep.warn(g.find("submesh"), "<submesh> is not supported: the whole mesh is used")
+        self.skip(g, ("uri", "scale", "submesh"))
+        try:
+            return mesh_files.load_mesh(path, sc)
+        except ValueError as e:
+            raise self.rep.error(g, str(e)) from None
+
+    def heightmap(self, g: Node, T_c: np.ndarray, s: Surface) -> int:
+        """<heightmap><uri> (a grayscale image, read with Pillow) <size> (x y z
+        [m]) <pos>: the image spans size x by size y centred at pos (plus the
+        collision's pose; a translation only), heights = value / (the
+        image's largest value) * size z, as Gazebo's HeightmapShape::Init
+        (scale z = |size z| / max colour; all black: 0). One terrain vertex
+        per pixel (Gazebo resamples the image bilinearly at half-pixel
+        spacing, 2 w - 1 vertices a side, and wants a square 2^n + 1 image;
+        jaxode takes any size). Image columns run along +x, rows from the
+        top down along -y (the image seen from above, north up): jaxode's
+        convention, not checked against Gazebo's."""
+        rep = self.rep
+        uri = g.find("uri")
+        if uri is None or not uri.text.strip():
+            raise rep.error(g, "needs a <uri>")
+        path = self.resolve_uri(uri, uri.text.strip())
+        try:
+            from PIL import Image
+        except ImportError:
+            raise ImportError(f"{path}: <heightmap> images need Pillow: pip install "
+                              "jaxode[meshes]") from None
+        try:
+            img = Image.open(path)
+            mode = img.mode
+            a = np.asarray(img.convert("I") if mode.startswith("I;16") or mode == "I" else
+                           img.convert("L"), dtype=np.float64)
+        except OSError as e:
+            raise rep.error(uri, f"cannot read the image {path!r} ({e})") from None
+        top = float(a.max()) if a.size and a.max() > 0 else 1.0
+        size = rep.floats(g.find("size"), 3) if g.find("size") is not None else np.array([1.0, 1.0, 1.0])
+        pos = rep.floats(g.find("pos"), 3) if g.find("pos") is not None else np.zeros(3)
+        if not np.allclose(T_c[:3, :3], np.eye(3), atol=1e-12):
+            raise rep.error(g, "a rotated heightmap is not supported (jaxode's heightfield is "
+                               "axis-aligned, heights along world z)")
+        for tag in ("texture", "blend", "use_terrain_paging", "sampling"):
+            if g.find(tag) is not None and tag not in ("texture", "blend"):
+                rep.warn(g.find(tag), f"<{tag}> is not supported, ignored")
+        self.skip(g, ("uri", "size", "pos", "texture", "blend", "use_terrain_paging", "sampling"))
+        heights = (a[::-1, :].T / top) * size[2]  # (x index, y index), y up = image rows upward
+        return self.b.add_heightfield(heights, size[:2], pos=T_c[:3, 3] + pos, surface=s)
 
     # ----------------------------------------------------------------- joints
     def link_ref(self, node: Node, scope: str):
@@ -623,6 +777,8 @@ def load_sdf(path_or_string, search_path=None) -> WorldBuilder:
     root, name = parse(path_or_string)
     rep = Reporter(name)
     ld = _Loader(rep, search_path)
+    if name != "<string>":
+        ld.base_dir = os.path.dirname(os.path.abspath(name))
     ld.version = _version(root, rep)
     worlds = root.findall("world")
     if len(worlds) > 1:
@@ -645,8 +801,5 @@ def load_sdf(path_or_string, search_path=None) -> WorldBuilder:
             ld.model(m, np.eye(4), "", False)
     ld.skip(root, ("world", "model"))
     ld.info["unsupported"] = rep.unsupported
-    if not ld.b.bodies:
-        rep.warn(root, "the scene has no moving link; WorldBuilder.build() needs a body",
-                 key="no bodies")
     ld.b.sdf_info = ld.info
     return ld.b

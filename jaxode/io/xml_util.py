@@ -60,7 +60,11 @@ def parse(source) -> tuple[Node, str]:
     """Parse ``source`` (a path, or a string of XML starting with ``<``).
 
     Returns (root node, name) with name the path or ``"<string>"``. Malformed
-    XML raises ``ValueError("name:line: XML error: ...")``.
+    XML raises ``ValueError("name:line: XML error: ...")``. Whitespace before
+    the ``<?xml`` declaration and whitespace or NUL bytes after the root
+    element are dropped (files as ROS tools and PyBullet's data write them;
+    TinyXML, which Gazebo's SDFormat and PyBullet read with, accepts them);
+    line numbers still count from the file's first line.
     """
     if _looks_like_xml(source):
         name, data = "<string>", source.encode("utf-8")
@@ -71,13 +75,16 @@ def parse(source) -> tuple[Node, str]:
                 data = f.read()
         except OSError as e:
             raise ValueError(f"{name}: cannot read the file ({e.strerror})") from None
+    body = data.lstrip()
+    offset = data[:len(data) - len(body)].count(b"\n")
+    data = body.rstrip(b" \t\r\n\x00")
     parser = xml.parsers.expat.ParserCreate()
     stack: list[Node] = []
     root: list[Node] = []
     text: list[list[str]] = []
 
     def start(tag, attrs):
-        n = Node(tag, attrs, parser.CurrentLineNumber, stack[-1] if stack else None)
+        n = Node(tag, attrs, parser.CurrentLineNumber + offset, stack[-1] if stack else None)
         if stack:
             stack[-1].children.append(n)
         else:
@@ -100,7 +107,7 @@ def parse(source) -> tuple[Node, str]:
         parser.Parse(data, True)
     except xml.parsers.expat.ExpatError as e:
         where = f" in <{stack[-1].tag}> (opened at line {stack[-1].line})" if stack else ""
-        raise ValueError(f"{name}:{e.lineno}: XML error{where}: "
+        raise ValueError(f"{name}:{e.lineno + offset}: XML error{where}: "
                          f"{xml.parsers.expat.ErrorString(e.code)}") from None
     return root[0], name
 
@@ -108,8 +115,11 @@ def parse(source) -> tuple[Node, str]:
 class Reporter:
     """Errors and once-per-element-name warnings for one file."""
 
-    def __init__(self, name: str):
+    def __init__(self, name: str, commas: bool = False):
+        """``commas``: number lists may separate numbers with commas too (URDF
+        as PyBullet reads it; SDFormat does not)."""
         self.name = name
+        self.commas = commas
         self.warned: set[str] = set()
         self.unsupported: list[tuple[str, int, str]] = []
 
@@ -131,8 +141,9 @@ class Reporter:
     # ------------------------------------------------------------- values
     def floats(self, node: Node, n: Optional[int] = None, text: Optional[str] = None) -> np.ndarray:
         s = node.text if text is None else text
+        parts = s.replace(",", " ").split() if self.commas else s.split()
         try:
-            v = np.array([float(x) for x in s.split()], dtype=np.float64)
+            v = np.array([float(x) for x in parts], dtype=np.float64)
         except ValueError:
             raise self.error(node, f"expected numbers (got {s!r})") from None
         if n is not None and v.size != n:
