@@ -75,7 +75,7 @@ def test_seed_world_loads_as_written():
     with pytest.warns(jaxode.JaxodeFormatWarning) as rec:
         b = jaxode.load_sdf(SEED_WORLD, search_path=MODELS)
     msgs = [str(w.message) for w in rec]
-    assert any("solver type 'world'" in m and ":7:" in m for m in msgs)  # Dantzig -> PGS noted
+    assert b.solver == "direct"  # <type>world</type>: Gazebo's ODE plugin steps with dWorldStep
     assert b.dt == 0.001
     assert b.contact_max_correcting_vel == 0.1 and b.contact_surface_layer == 0.0001
     np.testing.assert_allclose(b.gravity, [0, 0, -9.81])

@@ -10,8 +10,9 @@
   ``contact_max_correcting_vel``, ``contact_surface_layer``. SDF's defaults
   apply to what is absent (gravity (0, 0, -9.8), erp 0.2, cfm 0, iters 50,
   sor 1.3, correcting vel 100 m/s, surface layer 1 mm, step 1 ms).
-  ``real_time_update_rate`` / ``real_time_factor`` / ``type`` ``world`` (Dantzig)
-  are noted with a warning: jaxode always steps with QuickStep (PGS).
+  ``<solver><type>``: ``quick`` (dWorldQuickStep) -> ``solver="pgs"``,
+  ``world`` (dWorldStep, Dantzig's LCP) -> ``solver="direct"``.
+  ``real_time_update_rate`` / ``real_time_factor`` are noted with a warning.
 * ``<model>`` (``<pose>``, ``<static>``, nested models, ``<include>`` of
   ``model://NAME`` found in ``search_path`` then ``$GAZEBO_MODEL_PATH`` and
   ``$SDF_PATH``: ``NAME/model.config``'s ``<sdf>`` file, else ``NAME/model.sdf``;
@@ -192,9 +193,13 @@ class _Loader:
                 sol = ode.find("solver")
                 if sol is not None:
                     st = sol.find("type")
-                    if st is not None and st.text.strip() != "quick":
-                        rep.warn(st, f"solver type {st.text.strip()!r}: jaxode always uses "
-                                     "QuickStep (PGS) with the given iters", key="solver type")
+                    if st is not None:
+                        # Gazebo's ODE plugin: "quick" = dWorldQuickStep, "world" = dWorldStep
+                        # (jaxode's exact solver="direct"; iters and sor do not apply there).
+                        kind = st.text.strip()
+                        if kind not in ("quick", "world"):
+                            raise rep.error(st, f"must be 'quick' or 'world' (got {kind!r})")
+                        kw["solver"] = "pgs" if kind == "quick" else "direct"
                     if sol.find("iters") is not None:
                         it = rep.float(sol.find("iters"))
                         if it != int(it) or it < 1:
