@@ -114,7 +114,9 @@ class Model:
     Solver: iterations (QuickStep iterations, static), solver name.
     Friction features (static, set by the builder so that unused features cost
     nothing): friction_cone (some pair uses the cone model), angular_friction
-    (some surface has rolling or spinning friction: three extra rows per contact).
+    (some surface has rolling or spinning friction: three extra rows per contact),
+    friction_box (some pair uses the box model: ``pgs`` then solves those
+    friction rows among the normal rows, in ODE's order).
     """
 
     nbody: int = static_field()
@@ -149,6 +151,7 @@ class Model:
     friction_cone: bool = static_field(default=False)
     angular_friction: bool = static_field(default=False)
     material_names: tuple = static_field(default=())
+    friction_box: bool = static_field(default=False)
 
 
 @pytree_dataclass

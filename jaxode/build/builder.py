@@ -967,6 +967,8 @@ class WorldBuilder:
             contact_capacity=int(contact_capacity), iterations=self.iterations, solver=self.solver,
             friction_cone=any(int(grp.friction.max()) == FRICTION_MODELS["cone"]
                               for grp in pair_groups if grp.geom1.shape[0]),
+            friction_box=any(bool(np.any(np.asarray(grp.friction) == FRICTION_MODELS["box"]))
+                             for grp in pair_groups if grp.geom1.shape[0]),
             angular_friction=angular, material_names=mat_names,
             geom_material=f(geom_material),
             init_pos=f(np.array([bb["pos"] for bb in b], dtype=np.float64).reshape(nbody, 3)),

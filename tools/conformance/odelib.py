@@ -724,11 +724,16 @@ class OdeWorld:
         max_angular_speed: Optional[float] = None,
         space: str = "hash",
         rand_seed: Optional[int] = 0,
+        reverse_contacts: bool = False,
     ):
         """``space``: "hash" (dHashSpace) or "simple" (dSimpleSpace).
         ``rand_seed``: passed to dRandSetSeed at construction (QuickStep
         randomly reorders constraints using ODE's global RNG); None leaves the
-        global seed alone."""
+        global seed alone. ``reverse_contacts``: create each step's contact
+        joints in the reverse of the order dCollide found them. ODE's island
+        walk (util.cpp dxProcessIslands) lists a body's joints newest first, so
+        the contacts of one body are solved last-created first; reversed, they
+        are solved in the order found, which is jaxode's contact slot order."""
         lib = load()
         self._lib = lib
         self._world = None
@@ -771,6 +776,8 @@ class OdeWorld:
         self._geom_surface: list = []
 
         self._contact_buf = None
+        self._reverse_contacts = bool(reverse_contacts)
+        self._pending: list = []  # (dContact copy, b1, b2) with reverse_contacts
         self._contacts_last: list = []
         self._cb_error: Optional[BaseException] = None
         self._callback = NearCallback(self._near)  # keep a reference!
@@ -1029,8 +1036,11 @@ class OdeWorld:
                 ct.surface.mode |= dContactFDir1
                 ct.fdir1[0], ct.fdir1[1], ct.fdir1[2] = (float(x) for x in fdir_world)
                 ct.fdir1[3] = 0.0
-            j = lib.dJointCreateContact(self._world, self._group, ctypes.byref(ct))
-            lib.dJointAttach(j, b1, b2)
+            if self._reverse_contacts:
+                self._pending.append((dContact.from_buffer_copy(ct), b1, b2))
+            else:
+                j = lib.dJointCreateContact(self._world, self._group, ctypes.byref(ct))
+                lib.dJointAttach(j, b1, b2)
             gm = ct.geom
             self._contacts_last.append(
                 Contact(
@@ -1048,12 +1058,17 @@ class OdeWorld:
         lib = self._lib
         for _ in range(int(n)):
             self._contacts_last = []
+            self._pending = []
             self._cb_error = None
             lib.dSpaceCollide(self._space, None, self._callback)
             if self._cb_error is not None:
                 lib.dJointGroupEmpty(self._group)
                 err, self._cb_error = self._cb_error, None
                 raise err
+            for ct, b1, b2 in reversed(self._pending):
+                j = lib.dJointCreateContact(self._world, self._group, ctypes.byref(ct))
+                lib.dJointAttach(j, b1, b2)
+            self._pending = []
             lib.dWorldQuickStep(self._world, float(dt))
             lib.dJointGroupEmpty(self._group)
 
