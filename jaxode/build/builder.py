@@ -457,6 +457,18 @@ class WorldBuilder:
             naxis = jt.REGISTRY[jtype].naxis
         where = f"joint {i} ({jt.JOINT_TYPE_NAMES[jtype]})"
         nb = len(self.bodies)
+        reverse = False
+        if body1 is None and body2 is not None:
+            # dJointAttach(j, 0, body): ODE swaps the bodies and sets dJOINT_REVERSE
+            # (ode.cpp); the joint then acts as (body, world) but for the sign
+            # conventions of the joint type (jaxode.sim.joints.common.REVERSIBLE)
+            if jtype not in jt.REVERSIBLE:
+                raise ValueError(
+                    f"{where}: body1 is None (the static world) with body2 = {body2!r}: "
+                    f"world-first attachment is supported for "
+                    f"{sorted(jt.JOINT_TYPE_NAMES[t] for t in jt.REVERSIBLE)} joints; pass the "
+                    f"body as body1 and body2=None")
+            body1, body2, reverse = body2, None, True
         for name, b in (("body1", body1), ("body2", body2)):
             if b is None and name == "body2":
                 continue
@@ -493,7 +505,8 @@ class WorldBuilder:
             if v is not None:
                 sc[key] = _param(f"joint_{key}", v, f"{where}: {key}")
         self.joints.append(dict(type=jtype, body1=int(body1), body2=None if body2 is None else int(body2),
-                                collide=bool(collide), geometry=geometry, axes=axes, scalars=sc))
+                                collide=bool(collide), geometry=geometry, axes=axes, scalars=sc,
+                                reverse=reverse))
         return i
 
     def _axis(self, where: str, name: str, v) -> np.ndarray:
@@ -503,14 +516,14 @@ class WorldBuilder:
             raise ValueError(f"{where}: {name} must have non-zero length (got {tuple(a)})")
         return a / n
 
-    def add_ball(self, body1: int, body2: Optional[int] = None, anchor=(0.0, 0.0, 0.0),
+    def add_ball(self, body1: Optional[int], body2: Optional[int] = None, anchor=(0.0, 0.0, 0.0),
                  collide: bool = False) -> int:
         """Ball-and-socket joint (dJointCreateBall) at world point ``anchor`` [m]."""
         where = f"joint {len(self.joints)} (ball)"
         return self._add_joint(jt.BALL, body1, body2, 0, collide,
                                dict(anchor=_vec(f"{where}: anchor", anchor, 3)), {})
 
-    def add_hinge(self, body1: int, body2: Optional[int] = None, anchor=(0.0, 0.0, 0.0),
+    def add_hinge(self, body1: Optional[int], body2: Optional[int] = None, anchor=(0.0, 0.0, 0.0),
                   axis=(0.0, 0.0, 1.0), collide: bool = False, **params) -> int:
         """Hinge (dJointCreateHinge): world ``anchor`` [m] and ``axis``; per-axis
         lo_stop, hi_stop [rad], vel [rad/s], fmax [N m], fudge_factor, bounce,
@@ -582,7 +595,7 @@ class WorldBuilder:
             anchor=_vec(f"{where}: anchor", anchor, 3), axis1=a1, axis2=a2,
             axis3=self._axis(where, "axis3", axis3)), params)
 
-    def add_slider(self, body1: int, body2: Optional[int] = None, axis=(0.0, 0.0, 1.0),
+    def add_slider(self, body1: Optional[int], body2: Optional[int] = None, axis=(0.0, 0.0, 1.0),
                    collide: bool = False, **params) -> int:
         """Slider (dJointCreateSlider) along world ``axis``; per-axis parameters as
         add_hinge with stops in metres and fmax in newtons. Position zero at build time."""
@@ -639,7 +652,7 @@ class WorldBuilder:
                                      f"(it never tests stops; got {params[key]!r})")
         return self._add_joint(jt.PLANE2D, body1, None, 3, collide, {}, params)
 
-    def add_fixed(self, body1: int, body2: Optional[int] = None, collide: bool = False) -> int:
+    def add_fixed(self, body1: Optional[int], body2: Optional[int] = None, collide: bool = False) -> int:
         """Fixed joint (dJointCreateFixed + dJointSetFixed): keeps the build-time relative pose."""
         return self._add_joint(jt.FIXED, body1, body2, 0, collide, {}, {})
 
@@ -766,7 +779,8 @@ class WorldBuilder:
             row = dict(body1=j["body1"], body2=bi2, has2=has2,
                        anchor1=r1.T @ (anchor - p1), anchor2=r2.T @ (anchor - p2) if has2 else anchor,
                        axis1=r1.T @ axis, axis2=r2.T @ axis if has2 else axis, qrel=qrel,
-                       offset=r2.T @ (p1 - p2) if has2 else p1, extra={})
+                       offset=r2.T @ (p1 - p2) if has2 else p1, extra={},
+                       reverse=bool(j.get("reverse", False)))
             geometry_fn = jt.REGISTRY[j["type"]].geometry
             if geometry_fn is not None:
                 for key, v in geometry_fn(geo, (p1, r1, q1), (p2, r2, q2) if has2 else None).items():
@@ -789,7 +803,8 @@ class WorldBuilder:
                 axis2=f("axis2"), qrel=f("qrel"), offset=f("offset"),
                 extra={key: jnp.asarray(np.array([r["extra"][key] for _, r in rows]))
                        for key in rows[0][1]["extra"]},
-                type=jtype))
+                type=jtype,
+                reverse=jnp.asarray(np.array([r["reverse"] for _, r in rows], dtype=bool))))
         return tuple(out), tuple(index)
 
     # ------------------------------------------------------------------- build

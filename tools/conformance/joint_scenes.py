@@ -70,6 +70,22 @@ def basic_scenes() -> list:
                    "default 20 iterations", Joint("slider", 0, None, dict(axis=(1.0, 0.0, 1.0)),
                                                   dict(lo_stop=-0.05, hi_stop=0.05, vel=0.5, fmax=5.0)),
                    _traj(_WHY_DECOUPLED)),
+        _one_joint("joint_hinge_world_first", "box on a y-axis hinge attached world-first "
+                   "(dJointAttach(j, 0, body): ODE's dJOINT_REVERSE), stops -0.2 / +0.3 rad and a "
+                   "motor (vel 0.5 rad/s, fmax 0.05 N m) acting on ODE's internal angle, default "
+                   "20 iterations", Joint("hinge", None, 0, dict(anchor=(0.0, 0.0, 0.0),
+                                                              axis=(0.0, 1.0, 0.0)),
+                                          dict(lo_stop=-0.2, hi_stop=0.3, vel=0.5, fmax=0.05)),
+                   _traj("one joint; jaxode shuffles its rows at iterations 8 and 16 with ODE's "
+                         "generator from the same seed (pgs.py), so both solve the same row "
+                         "order: float64 rounding only")),
+        _one_joint("joint_slider_world_first", "box on a slider along (1, 0, 1) attached "
+                   "world-first: ODE reverses the reported position and the limit/motor axis; "
+                   "stops -5 / +2 cm, motor (vel 0.3 m/s, fmax 2 N) into the +2 cm stop of the "
+                   "reversed position, default 20 iterations",
+                   Joint("slider", None, 0, dict(axis=(1.0, 0.0, 1.0)),
+                         dict(lo_stop=-0.05, hi_stop=0.02, vel=0.3, fmax=2.0)),
+                   _traj(_WHY_DECOUPLED)),
         _one_joint("joint_fixed_two_bodies", "two bodies welded by a fixed joint, thrown and "
                    "spinning under gravity, default 20 iterations",
                    Joint("fixed", 0, 1), _traj(_WHY_DECOUPLED),

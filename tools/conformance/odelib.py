@@ -249,6 +249,8 @@ _SIGNATURES = {
     "dJointSetSliderParam": (None, [_ID, _I, _D]),
     "dJointGetSliderPosition": (_D, [_ID]),
     "dJointGetSliderPositionRate": (_D, [_ID]),
+    "dJointAddHingeTorque": (None, [_ID, _D]),
+    "dJointAddSliderForce": (None, [_ID, _D]),
     "dJointSetFixed": (None, [_ID]),
     "dJointCreateUniversal": (_ID, [_ID, _ID]),
     "dJointSetUniversalAnchor": (None, [_ID, _D, _D, _D]),
@@ -783,9 +785,10 @@ class OdeWorld:
         self._callback = NearCallback(self._near)  # keep a reference!
 
     # -- lifetime ---------------------------------------------------------
-    def add_joint(self, kind: str, body1: int, body2=None, **kw) -> int:
+    def add_joint(self, kind: str, body1, body2=None, **kw) -> int:
         """Create a joint of ``kind`` (a key of :data:`JOINT_SETUP`) between body
-        indices ``body1`` and ``body2`` (None: the static world); geometry
+        indices ``body1`` and ``body2`` (None: the static world, in either slot:
+        dJointAttach(j, 0, body) is ODE's world-first attachment); geometry
         keywords (world frame: anchor, axis, axis1, ...) go to the kind's setup
         function as dJointSet*; the other keywords are dParam* values (keys of
         JOINT_PARAMS, suffix 2/3 for the other axes). Feedback is enabled."""
@@ -796,8 +799,9 @@ class OdeWorld:
         create, setter_name, setup, geometry_keys = JOINT_SETUP[kind]
         geometry = {k: kw.pop(k) for k in list(kw) if k in geometry_keys}
         j = getattr(lib, create)(self._world, None)
+        b1 = None if body1 is None else self._bodies[body1]
         b2 = None if body2 is None else self._bodies[body2]
-        lib.dJointAttach(j, self._bodies[body1], b2)
+        lib.dJointAttach(j, b1, b2)
         setup(lib, j, **geometry)
         if isinstance(setter_name, tuple):           # a dJointSet*Param per axis (plane-2D)
             per_axis = [getattr(lib, name) for name in setter_name]

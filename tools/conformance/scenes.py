@@ -108,13 +108,14 @@ class Geom:
 @dataclass(frozen=True)
 class Joint:
     """A joint: ``type`` (ball, hinge, slider, fixed, universal, hinge2, pr, pu,
-    piston, amotor, lmotor, plane2d), bodies (body2 None: the static world),
+    piston, amotor, lmotor, plane2d), bodies (body2 None: the static world;
+    body1 None, body2 a body: attached world-first, dJointAttach(j, 0, body)),
     ``geometry`` keywords in the world frame (anchor, axis, axis1, ...; as
     WorldBuilder.add_<type> takes them) and ``params`` (lo_stop, vel, fmax, ...
     with suffix 2/3 for the other axes)."""
 
     type: str
-    body1: int
+    body1: Optional[int]
     body2: Optional[int] = None
     geometry: dict = field(default_factory=dict)
     params: dict = field(default_factory=dict)
