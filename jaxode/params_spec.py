@@ -265,6 +265,17 @@ SPECS_LIST = (
     _mp("mat_spinning", "pair spinning friction", unit="m", default=-1.0, **_NONNEG),
     _mp("mat_soft_erp", "pair contact ERP", default=-1.0, **_UNIT),
     _mp("mat_soft_cfm", "pair contact CFM", default=-1.0, **_NONNEG),
+    # ------------------------------------------- Gazebo's joint dynamics (SDF <dynamics>)
+    ParamSpec("joint_damping", "joint_axis", "Gazebo's joint damping: -damping * rate added "
+              "along the axis before each step, as dJointAddHingeTorque / "
+              "dJointAddSliderForce (ODEJoint::ApplyExplicitStiffnessDamping; hinge and "
+              "slider joints)", unit="N m s/rad or N s/m", default=0.0, switch="none",
+              **_NONNEG),
+    ParamSpec("joint_friction", "joint_axis", "Gazebo's joint friction: > 0 makes the "
+              "axis's motor a zero-velocity motor with fmax = friction (ODEJoint::SetParam"
+              "(\"friction\"): dParamVel 0, dParamFMax friction), replacing joint_vel and "
+              "joint_fmax; 0: off", unit="N m or N", inf_ok=True, default=0.0, switch="none",
+              **_NONNEG),
 )
 
 #: name -> ParamSpec, in Params' field order.

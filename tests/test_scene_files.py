@@ -398,7 +398,7 @@ def test_urdf_structure_merge_limits_motors():
     with pytest.warns(jaxode.JaxodeFormatWarning) as rec:
         b = jaxode.load_urdf(u, base_pos=(0, 0, 1), motors=True)
     msgs = " ".join(str(w.message) for w in rec)
-    assert "<mesh>" in msgs and "damping" in msgs
+    assert "<mesh>" in msgs and "damping" not in msgs  # damping: Gazebo's joint damping
     info = b.urdf_info
     assert info["links"]["plate"] == info["links"]["base"] == 0  # massless fixed link merged
     np.testing.assert_allclose(b.geoms[0]["pos"], [0, 0, 0.6])  # plate geom on the base body
@@ -409,6 +409,7 @@ def test_urdf_structure_merge_limits_motors():
     np.testing.assert_allclose(j["geometry"]["axis"], [0, 1, 0], atol=1e-12)
     ax = j["axes"][0]
     assert (ax["lo_stop"], ax["hi_stop"], ax["vel"], ax["fmax"]) == (-0.3, 0.4, 0.0, 7.0)
+    assert ax["damping"] == 0.1
     assert info["limits"]["slide"] == (7.0, 1.5)
     with pytest.raises(ValueError, match=r"<string>:\d+: <joint>: unknown joint type 'spiral'"):
         jaxode.load_urdf(u.replace('type="prismatic"', 'type="spiral"'))

@@ -444,7 +444,12 @@ class WorldBuilder:
 
     # ------------------------------------------------------------------ joints
     _AXIS_DEFAULTS = dict(lo_stop=-math.inf, hi_stop=math.inf, vel=0.0, fmax=0.0,
-                          fudge_factor=1.0, bounce=0.0, cfm=None, stop_erp=None, stop_cfm=None)
+                          fudge_factor=1.0, bounce=0.0, cfm=None, stop_erp=None, stop_cfm=None,
+                          damping=0.0, friction=0.0)
+    # Gazebo's explicit joint damping (ODEJoint::ApplyExplicitStiffnessDamping) is
+    # applied by the joint types with a joint force API (dJointAddHingeTorque,
+    # dJointAddSliderForce): see jaxode.sim.joints.stage.DAMPED
+    _DAMPED = (jt.HINGE, jt.SLIDER)
 
     def _add_joint(self, jtype: int, body1, body2, naxis: Optional[int], collide: bool,
                    geometry: dict, params: dict, scalars: Optional[dict] = None) -> int:
@@ -488,6 +493,13 @@ class WorldBuilder:
                     ax[key] = -1.0
                     continue
                 ax[key] = _param(f"joint_{key}", v, f"{where}: {key}{suf}")
+            if ax["damping"] > 0 and jtype not in self._DAMPED:
+                raise ValueError(f"{where}: damping{suf} applies to hinge and slider joints "
+                                 f"(Gazebo's joint damping), got {ax['damping']!r}")
+            if ax["friction"] > 0 and ax["fmax"] > 0:
+                raise ValueError(f"{where}: friction{suf} ({ax['friction']!r}) is the axis's "
+                                 f"zero-velocity motor (Gazebo); it cannot be combined with "
+                                 f"fmax{suf} ({ax['fmax']!r})")
             if ax["hi_stop"] < ax["lo_stop"]:
                 raise ValueError(f"{where}: hi_stop{suf} must be >= lo_stop{suf} "
                                  f"(got lo {ax['lo_stop']}, hi {ax['hi_stop']})")
@@ -527,7 +539,10 @@ class WorldBuilder:
                   axis=(0.0, 0.0, 1.0), collide: bool = False, **params) -> int:
         """Hinge (dJointCreateHinge): world ``anchor`` [m] and ``axis``; per-axis
         lo_stop, hi_stop [rad], vel [rad/s], fmax [N m], fudge_factor, bounce,
-        cfm, stop_erp, stop_cfm. The angle is zero at the build-time pose."""
+        cfm, stop_erp, stop_cfm; Gazebo's damping [N m s/rad] and friction [N m]
+        (every joint type takes friction; damping: hinge and slider). The angle is
+        zero at the build-time pose. ``body1`` None with ``body2`` a body: attached
+        world-first (ODE's dJointAttach(j, 0, body); its angle reads negated)."""
         where = f"joint {len(self.joints)} (hinge)"
         return self._add_joint(jt.HINGE, body1, body2, 1, collide, dict(
             anchor=_vec(f"{where}: anchor", anchor, 3), axis=self._axis(where, "axis", axis)), params)
@@ -598,7 +613,9 @@ class WorldBuilder:
     def add_slider(self, body1: Optional[int], body2: Optional[int] = None, axis=(0.0, 0.0, 1.0),
                    collide: bool = False, **params) -> int:
         """Slider (dJointCreateSlider) along world ``axis``; per-axis parameters as
-        add_hinge with stops in metres and fmax in newtons. Position zero at build time."""
+        add_hinge with stops in metres, fmax and friction in newtons, damping in
+        N s/m. Position zero at build time. ``body1`` None with ``body2`` a body:
+        attached world-first (ODE reverses the position, its stops and motor)."""
         where = f"joint {len(self.joints)} (slider)"
         return self._add_joint(jt.SLIDER, body1, body2, 1, collide,
                                dict(axis=self._axis(where, "axis", axis)), params)

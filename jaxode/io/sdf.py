@@ -37,8 +37,9 @@
   are recorded in ``builder.sdf_info["joint_limits"]`` only: Gazebo's ODE
   plugin uses them to clamp commanded forces, not as a motor.
   ``<dynamics><friction>`` -> motor with vel 0 and fmax = friction (as
-  Gazebo's ODE plugin); ``<dynamics><damping>`` is warned (jaxode has no
-  joint damping). ``<physics><ode>``: cfm, fudge_factor, bounce,
+  Gazebo's ODE plugin); ``<dynamics><damping>`` -> ``damping``
+  (revolute and prismatic; Gazebo's explicit -|damping| * rate, other joint
+  types are warned). ``<physics><ode>``: cfm, fudge_factor, bounce,
   ``<limit>`` cfm/erp (stop_cfm/stop_erp), ``<suspension>`` cfm/erp.
 * Poses: ``x y z roll pitch yaw`` with ``R = Rz(yaw) Ry(pitch) Rx(roll)``,
   composed through nested models; SDF 1.7 ``relative_to`` may name a link,
@@ -536,9 +537,13 @@ class _Loader:
                 fr = rep.child_float(dyn, "friction", 0.0)
                 if fr > 0:
                     params["vel" + suf], params["fmax" + suf] = 0.0, fr
-                if rep.child_float(dyn, "damping", 0.0) != 0:
-                    rep.warn(dyn.find("damping"), "joint damping is not supported (jaxode has no "
-                                                  "joint damping), ignored", key="joint damping")
+                damp = rep.child_float(dyn, "damping", 0.0)
+                if damp != 0 and jtype in ("revolute", "prismatic") and not suf:
+                    params["damping"] = abs(damp)  # Gazebo applies -|damping| * rate
+                elif damp != 0:
+                    rep.warn(dyn.find("damping"), f"joint damping of a {jtype} joint's {tag} is "
+                                                  "not supported (revolute and prismatic only), "
+                                                  "ignored", key="joint damping")
                 if rep.child_float(dyn, "spring_stiffness", 0.0) != 0:
                     rep.warn(dyn.find("spring_stiffness"), "joint springs are not supported, ignored")
                 self.skip(dyn, ("friction", "damping", "spring_stiffness", "spring_reference"))
