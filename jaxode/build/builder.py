@@ -953,7 +953,7 @@ class WorldBuilder:
                     f"{sorted(self.materials.materials)})")
         used = [s.material for s in surf if s.material is not None]
         mat_names = tuple(self.materials.materials) if used else ()
-        angular = any((s.rolling or 0.0) > 0 or (s.spinning_value or 0.0) > 0 for s in surf)
+        angular = any(s.angular for s in surf)
         if mat_names:
             tabs = self.materials.tables(list(mat_names))
             params = params.replace(**{"mat_" + k: f(v) for k, v in tabs.items()})

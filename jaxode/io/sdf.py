@@ -22,7 +22,7 @@
 * ``<collision>``: ``<pose>``, ``<geometry>`` box / sphere / cylinder /
   capsule / plane (heightmap, mesh, polyline: warned, skipped), ``<max_contacts>``
   and ``<surface>``: friction ``<ode>`` mu, mu2, fdir1, slip1, slip2;
-  ``<torsional>`` coefficient, patch_radius; ``<bounce>``
+  ``<torsional>`` coefficient, patch_radius, surface_radius, use_patch_radius; ``<bounce>``
   restitution_coefficient, threshold; ``<contact><ode>`` soft_cfm, soft_erp,
   kp, kd, max_vel, min_depth. SDF's surface defaults (mu = mu2 = 1,
   max_vel 0.01 m/s, min_depth 0) apply when the element is absent; soft_erp,
@@ -382,12 +382,11 @@ class _Loader:
                 self.skip(ode, ("mu", "mu2", "slip1", "slip2", "fdir1"))
             tor = fr.find("torsional")
             if tor is not None:
+                # Gazebo's defaults: coefficient 1, use_patch_radius true, radii 0
                 kw["torsional"] = rep.child_float(tor, "coefficient", 1.0)
                 kw["patch_radius"] = rep.child_float(tor, "patch_radius", 0.0)
-                if tor.find("use_patch_radius") is not None and not rep.child_bool(
-                        tor, "use_patch_radius", True):
-                    rep.warn(tor.find("use_patch_radius"),
-                             "surface_radius torsional friction is not supported; patch_radius used")
+                kw["surface_radius"] = rep.child_float(tor, "surface_radius", 0.0)
+                kw["use_patch_radius"] = float(rep.child_bool(tor, "use_patch_radius", True))
                 self.skip(tor, ("coefficient", "patch_radius", "use_patch_radius", "surface_radius",
                                 "ode"))
             self.skip(fr, ("ode", "torsional"))
