@@ -111,7 +111,8 @@ class Model:
       per step, all pairs together).
     Joints: joint_groups (one JointGroup per joint type), njoint, joint_index
       (per global joint: (type, position in its group), static).
-    Solver: iterations (QuickStep iterations, static), solver name.
+    Solver: iterations (QuickStep iterations, static), solver name, reorder_seed
+      (the seed of ODE's generator for pgs' row shuffles, static).
     Friction features (static, set by the builder so that unused features cost
     nothing): friction_cone (some pair uses the cone model), angular_friction
     (some surface has rolling or spinning friction: three extra rows per contact),
@@ -152,6 +153,7 @@ class Model:
     angular_friction: bool = static_field(default=False)
     material_names: tuple = static_field(default=())
     friction_box: bool = static_field(default=False)
+    reorder_seed: int = static_field(default=0)
 
 
 @pytree_dataclass

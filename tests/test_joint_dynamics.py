@@ -136,3 +136,5 @@ def test_builder_checks():
         b.add_hinge(0, None, friction=0.1, fmax=1.0)
     with pytest.raises(ValueError, match=r"damping"):
         b.add_slider(1, None, damping=-1.0)
+    with pytest.raises(ValueError, match=r"reorder_seed must be an integer in \[0, 2\*\*32\)"):
+        jaxode.WorldBuilder(reorder_seed=-1)

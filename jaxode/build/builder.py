@@ -132,7 +132,9 @@ class WorldBuilder:
     :mod:`jaxode.sim.solver`; the default) or ``"colored"`` (the same Gauss-Seidel
     sweeps with the rows sorted by a greedy graph colouring, each colour
     updated at once, :mod:`jaxode.sim.solver.colored`; for GPUs), both with
-    ``iterations`` and ``sor``.
+    ``iterations`` and ``sor``; reorder_seed: the seed of ODE's generator
+    (dRandSetSeed) from which pgs draws QuickStep's row shuffles (default 0,
+    ODE's at library start; a static model option: see docs/ODE_FEATURES.md).
     """
 
     SOLVERS = tuple(pipeline.SOLVERS)
@@ -144,10 +146,14 @@ class WorldBuilder:
                  angular_damping: float = 0.0, linear_damping_threshold: float = 0.01,
                  angular_damping_threshold: float = 0.01,
                  max_angular_speed: float = math.inf, friction_model: str = "pyramid",
-                 solver: str = "pgs"):
+                 solver: str = "pgs", reorder_seed: int = 0):
         if solver not in self.SOLVERS:
             raise ValueError(f"solver must be one of {self.SOLVERS} (got {solver!r})")
         self.solver = solver
+        if not isinstance(reorder_seed, (int, np.integer)) or not 0 <= reorder_seed < 2 ** 32:
+            raise ValueError(f"reorder_seed must be an integer in [0, 2**32) (ODE's dRandSetSeed; "
+                             f"got {reorder_seed!r})")
+        self.reorder_seed = int(reorder_seed)
         if cfm is None:
             cfm = 1e-10 if jax.config.jax_enable_x64 else 1e-5
         self.gravity = _vec("gravity", gravity, 3)
@@ -997,6 +1003,7 @@ class WorldBuilder:
             pair_groups=tuple(pair_groups), joint_groups=joint_groups, params=params,
             njoint=len(self.joints), joint_index=joint_index,
             contact_capacity=int(contact_capacity), iterations=self.iterations, solver=self.solver,
+            reorder_seed=self.reorder_seed,
             friction_cone=any(int(grp.friction.max()) == FRICTION_MODELS["cone"]
                               for grp in pair_groups if grp.geom1.shape[0]),
             friction_box=any(bool(np.any(np.asarray(grp.friction) == FRICTION_MODELS["box"]))

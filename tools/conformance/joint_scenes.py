@@ -93,6 +93,19 @@ def basic_scenes() -> list:
     ]
 
 
+def seed_scenes() -> list:
+    """QuickStep's row shuffles from another seed of ODE's generator: libode with
+    dRandSetSeed(7), jaxode with WorldBuilder(reorder_seed=7). (With jaxode's default
+    seed 0 this scene ends 1.7e-3 m from ODE's seed-7 trajectory.)"""
+    hinge = next(s for s in basic_scenes() if s.name == "joint_hinge_world_first")
+    return [dataclasses.replace(
+        hinge, name="joint_hinge_world_first_seed7", rand_seed=7,
+        description=hinge.description + "; row shuffles from seed 7 on both sides",
+        tol=_traj("one joint; both shuffle its rows at iterations 8 and 16 with ODE's "
+                  "generator from seed 7 (dRandSetSeed(7) / reorder_seed=7): float64 "
+                  "rounding only (seed 0 on the jaxode side: 1.7e-3 m)"))]
+
+
 def universal_family_scenes() -> list:
     """universal, hinge2, pu: two tilted links thrown and spinning under gravity,
     joined at the midpoint (1.1, 0.05, 0.15) m, with stops and motors in use."""
@@ -301,4 +314,4 @@ def joint_batch_scenes() -> list:
 
 
 JOINT_SCENES = (basic_scenes() + universal_family_scenes() + prismatic_family_scenes()
-                + motor_scenes())
+                + motor_scenes() + seed_scenes())

@@ -241,7 +241,7 @@ def build_jaxode(scene: Scene):
         contact_max_correcting_vel=w.contact_max_correcting_vel,
         contact_surface_layer=w.contact_surface_layer, linear_damping=w.linear_damping,
         angular_damping=w.angular_damping, linear_damping_threshold=w.linear_damping_threshold,
-        angular_damping_threshold=w.angular_damping_threshold)
+        angular_damping_threshold=w.angular_damping_threshold, reorder_seed=scene.rand_seed)
     for bd in scene.bodies:
         b.add_body(pos=bd.pos, quat=bd.quat, vel=bd.vel, angvel=bd.angvel,
                    mass=mass_lib.from_inertia(bd.mass, np.asarray(bd.inertia)),

@@ -89,12 +89,13 @@ def _scan_units(step, carry, xs, ys0, unroll: int, count):
     return jax.lax.fori_loop(0, (count + unroll - 1) // unroll, trip, (carry, ys0))
 
 
-def permutations(iterations: int, nrows: int, step):
+def permutations(iterations: int, nrows: int, step, seed: int = reorder_lib.ODE_SEED):
     """(phase lengths, orders): the iterations in phases of ODE's reordering
     frequency and, for each phase after the first, the order of the ``nrows``
     shuffled rows at step number ``step`` (traced int; int32 (phases - 1, nrows)),
-    or None when nothing is shuffled (fewer than 2 rows or one phase)."""
-    lengths, orders = reorder_lib.table(iterations, nrows)
+    drawn from ODE's generator seeded with ``seed`` (static), or None when nothing
+    is shuffled (fewer than 2 rows or one phase)."""
+    lengths, orders = reorder_lib.table(iterations, nrows, seed=int(seed))
     if orders is None:
         return lengths, None
     return lengths, jnp.asarray(orders)[jnp.mod(step, orders.shape[0])]
@@ -132,20 +133,20 @@ def _box_split(h, t, pyramid, block: int):
 
 
 def sweeps(p, iterations: int, block: int, cone: bool, live: bool = False,
-           unroll: int = UNROLL, reorder: int = 0, box_head: bool = False, **_):
+           unroll: int = UNROLL, reorder: int = 0, box_head: bool = False, seed: int = 0, **_):
     """The SOR sweeps in QuickStep's order. ``p``: a :class:`jaxode.sim.solver.batching.Problem`
     (world-minor). With ``live`` each sweep stops after the last head row and tail
     contact that is active in some world (later units are no-ops: zero Jacobian,
     rhs and bounds). ``reorder`` (static): the number of leading head rows (the
-    joint rows) shuffled before iterations 8, 16, ... (module docstring).
-    ``box_head`` (static): the head's last ``Rt / block`` rows are the contacts'
+    joint rows) shuffled before iterations 8, 16, ... (module docstring), drawn
+    from ODE's generator seeded with ``seed`` (static). ``box_head`` (static): the head's last ``Rt / block`` rows are the contacts'
     normal rows, and a contact's friction rows without a friction index (the
     box model) are solved right after its normal row, among the head rows, as
     ODE orders them (module docstring); otherwise every tail row waits for the tail.
     Returns (lambda_head (Rh, W), lambda_tail (Rt, W), fc (B, 6, W)).
     """
     if box_head and p.tail.b1.shape[0]:
-        return _sweeps_box(p, iterations, block, cone, live, unroll, reorder)
+        return _sweeps_box(p, iterations, block, cone, live, unroll, reorder, seed)
     h, t = p.head, p.tail
     fidx, pyramid, cone_row = p.fidx, p.pyramid, p.cone_row
     nh0, nt0 = h.b1.shape[0], t.b1.shape[0]
@@ -183,7 +184,7 @@ def sweeps(p, iterations: int, block: int, cone: bool, live: bool = False,
     tail_units = Block(*(blocks(a) for a in t), blocks(pyramid[:, None]),
                        blocks(cone_row[:, None])) if nt else None
 
-    lengths, orders = permutations(iterations, min(reorder, nh0), p.step)
+    lengths, orders = permutations(iterations, min(reorder, nh0), p.step, seed)
     if orders is None:
         lengths = (iterations,)
     elif n_head is not None:
@@ -235,7 +236,7 @@ def sweeps(p, iterations: int, block: int, cone: bool, live: bool = False,
 
 
 def _sweeps_box(p, iterations: int, block: int, cone: bool, live: bool, unroll: int,
-                reorder: int):
+                reorder: int, seed: int):
     """:func:`sweeps` with ``box_head``: joint rows, then per contact its normal row and
     its box-model friction rows (ODE's findex == -1 rows in their original order),
     then the tail contacts (the rows with a friction index)."""
@@ -288,7 +289,7 @@ def _sweeps_box(p, iterations: int, block: int, cone: bool, live: bool, unroll: 
     tail_units = Block(*(blocks(a) for a in t), blocks(pyramid[:, None]),
                        blocks(cone_row[:, None]))
 
-    lengths, orders = permutations(iterations, min(reorder, nj0), p.step)
+    lengths, orders = permutations(iterations, min(reorder, nj0), p.step, seed)
     if orders is None:
         lengths = (iterations,)
     elif n_head is not None:
