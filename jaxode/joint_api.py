@@ -24,6 +24,11 @@ def _joint(model: Model, j: int, jtype=None):
     return jax.tree.map(lambda x: x[k], g)
 
 
+def _sign(g, like) -> jax.Array:
+    """-1 for a joint attached world-first (ODE's dJOINT_REVERSE getters), else +1."""
+    return jt.reverse_sign(g, jnp.asarray(like).dtype)
+
+
 def _body(state: State, b, has2):
     n = state.pos.shape[0]
     idx = jnp.minimum(b, n - 1)
@@ -36,35 +41,40 @@ def _body(state: State, b, has2):
 
 
 def hinge_angle(model: Model, state: State, j: int) -> jax.Array:
-    """dJointGetHingeAngle [rad]: zero at the build-time pose, ODE's sign convention."""
+    """dJointGetHingeAngle [rad]: zero at the build-time pose, ODE's sign convention
+    (negated for a joint attached world-first, as ODE's dJOINT_REVERSE)."""
     g = _joint(model, j, (jt.HINGE,))
     q1 = state.quat[g.body1]
     _, q2, _, _ = _body(state, g.body2, g.has2)
-    return jt.hinge_angle_from_quat(jt.relative_quat(g.qrel, q1, q2), g.axis1)
+    ang = jt.hinge_angle_from_quat(jt.relative_quat(g.qrel, q1, q2), g.axis1)
+    return ang * _sign(g, ang)
 
 
 def hinge_angle_rate(model: Model, state: State, j: int) -> jax.Array:
-    """dJointGetHingeAngleRate [rad/s]: axis . (w1 - w2)."""
+    """dJointGetHingeAngleRate [rad/s]: axis . (w1 - w2) (negated world-first)."""
     g = _joint(model, j, (jt.HINGE,))
     ax = jm.quat_to_mat(state.quat[g.body1]) @ g.axis1
     _, _, _, w2 = _body(state, g.body2, g.has2)
-    return jnp.dot(ax, state.angvel[g.body1] - w2)
+    r = jnp.dot(ax, state.angvel[g.body1] - w2)
+    return r * _sign(g, r)
 
 
 def slider_position(model: Model, state: State, j: int) -> jax.Array:
-    """dJointGetSliderPosition [m]: zero at the build-time pose."""
+    """dJointGetSliderPosition [m]: zero at the build-time pose (negated world-first)."""
     g = _joint(model, j, (jt.SLIDER,))
     ax = jm.quat_to_mat(state.quat[g.body1]) @ g.axis1
     p2, q2, _, _ = _body(state, g.body2, g.has2)
-    return jnp.dot(ax, state.pos[g.body1] - jm.quat_to_mat(q2) @ g.offset - p2)
+    x = jnp.dot(ax, state.pos[g.body1] - jm.quat_to_mat(q2) @ g.offset - p2)
+    return x * _sign(g, x)
 
 
 def slider_position_rate(model: Model, state: State, j: int) -> jax.Array:
-    """dJointGetSliderPositionRate [m/s]: axis . (v1 - v2)."""
+    """dJointGetSliderPositionRate [m/s]: axis . (v1 - v2) (negated world-first)."""
     g = _joint(model, j, (jt.SLIDER,))
     ax = jm.quat_to_mat(state.quat[g.body1]) @ g.axis1
     _, _, v2, _ = _body(state, g.body2, g.has2)
-    return jnp.dot(ax, state.vel[g.body1] - v2)
+    r = jnp.dot(ax, state.vel[g.body1] - v2)
+    return r * _sign(g, r)
 
 
 def joint_feedback(state: State, j: int):
@@ -75,9 +85,11 @@ def joint_feedback(state: State, j: int):
 
 
 def add_hinge_torque(model: Model, state: State, j: int, torque) -> State:
-    """dJointAddHingeTorque: +torque about the axis on body 1, -torque on body 2 [N m]."""
+    """dJointAddHingeTorque: +torque about the axis on body 1, -torque on body 2 [N m]
+    (a joint attached world-first: -torque on its body, as ODE)."""
     g = _joint(model, j, (jt.HINGE,))
-    t = (jm.quat_to_mat(state.quat[g.body1]) @ g.axis1) * torque
+    ax = jm.quat_to_mat(state.quat[g.body1]) @ g.axis1
+    t = ax * (torque * _sign(g, ax))
     tq = state.torque.at[g.body1].add(t)
     n = state.pos.shape[0]
     tq = tq.at[jnp.minimum(g.body2, n - 1)].add(jnp.where(g.body2 < n, -t, 0.0))
@@ -88,7 +100,8 @@ def add_slider_force(model: Model, state: State, j: int, force) -> State:
     """dJointAddSliderForce: +force along the axis on body 1, -force on body 2 [N],
     applied at the midpoint between the bodies (ODE's torque decoupling)."""
     g = _joint(model, j, (jt.SLIDER,))
-    f = (jm.quat_to_mat(state.quat[g.body1]) @ g.axis1) * force
+    ax = jm.quat_to_mat(state.quat[g.body1]) @ g.axis1
+    f = ax * (force * _sign(g, ax))
     n = state.pos.shape[0]
     b2 = jnp.minimum(g.body2, n - 1)
     real = g.body2 < n

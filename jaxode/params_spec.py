@@ -265,6 +265,33 @@ SPECS_LIST = (
     _mp("mat_spinning", "pair spinning friction", unit="m", default=-1.0, **_NONNEG),
     _mp("mat_soft_erp", "pair contact ERP", default=-1.0, **_UNIT),
     _mp("mat_soft_cfm", "pair contact CFM", default=-1.0, **_NONNEG),
+    # ------------------------- Gazebo's torsional friction (SDF <friction><torsional>)
+    _g("torsional", "Gazebo's torsional friction coefficient (<torsional><coefficient>, "
+       "its ODE's mu3): the spin row about the normal is bounded by 3 pi/16 * torsional * a * "
+       "normal force (uniform pressure on a patch of radius a; a = patch_radius, or "
+       "sqrt(surface_radius * depth) without use_patch_radius)", default=-1.0,
+       unset="negative: the spinning value applies", combine="min of the values set",
+       switch="flag:angular_friction", **_NONNEG),
+    _g("patch_radius", "Gazebo's torsional contact patch radius a", unit="m", default=0.0,
+       surface_default=0.0, combine="max(patch_radius_1, patch_radius_2)",
+       switch="flag:angular_friction", **_NONNEG),
+    _g("surface_radius", "Gazebo's torsional surface radius R (a = sqrt(R depth) without "
+       "use_patch_radius)", unit="m", inf_ok=True, default=0.0, surface_default=0.0,
+       combine="1 / (1/R_1 + 1/R_2)", switch="flag:angular_friction", **_NONNEG),
+    _g("use_patch_radius", "Gazebo's use_patch_radius: 1 = patch_radius, 0 = "
+       "sqrt(surface_radius * depth)", default=1.0, surface_default=1.0,
+       combine="both (min)", switch="flag:angular_friction", **_UNIT),
+    # ------------------------------------------- Gazebo's joint dynamics (SDF <dynamics>)
+    ParamSpec("joint_damping", "joint_axis", "Gazebo's joint damping: -damping * rate added "
+              "along the axis before each step, as dJointAddHingeTorque / "
+              "dJointAddSliderForce (ODEJoint::ApplyExplicitStiffnessDamping; hinge and "
+              "slider joints)", unit="N m s/rad or N s/m", default=0.0, switch="none",
+              **_NONNEG),
+    ParamSpec("joint_friction", "joint_axis", "Gazebo's joint friction: > 0 makes the "
+              "axis's motor a zero-velocity motor with fmax = friction (ODEJoint::SetParam"
+              "(\"friction\"): dParamVel 0, dParamFMax friction), replacing joint_vel and "
+              "joint_fmax; 0: off", unit="N m or N", inf_ok=True, default=0.0, switch="none",
+              **_NONNEG),
 )
 
 #: name -> ParamSpec, in Params' field order.

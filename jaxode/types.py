@@ -111,10 +111,13 @@ class Model:
       per step, all pairs together).
     Joints: joint_groups (one JointGroup per joint type), njoint, joint_index
       (per global joint: (type, position in its group), static).
-    Solver: iterations (QuickStep iterations, static), solver name.
+    Solver: iterations (QuickStep iterations, static), solver name, reorder_seed
+      (the seed of ODE's generator for pgs' row shuffles, static).
     Friction features (static, set by the builder so that unused features cost
     nothing): friction_cone (some pair uses the cone model), angular_friction
-    (some surface has rolling or spinning friction: three extra rows per contact).
+    (some surface has rolling or spinning friction: three extra rows per contact),
+    friction_box (some pair uses the box model: ``pgs`` then solves those
+    friction rows among the normal rows, in ODE's order).
     """
 
     nbody: int = static_field()
@@ -149,6 +152,8 @@ class Model:
     friction_cone: bool = static_field(default=False)
     angular_friction: bool = static_field(default=False)
     material_names: tuple = static_field(default=())
+    friction_box: bool = static_field(default=False)
+    reorder_seed: int = static_field(default=0)
 
 
 @pytree_dataclass

@@ -32,7 +32,8 @@ PARAMS_FIELDS = [
     "joint_suspension_cfm", "slip1", "slip2", "kp", "kd", "motion1", "motion2", "motionN",
     "static_mu", "static_speed", "rolling", "spinning", "mat_friction", "mat_restitution",
     "mat_restitution_threshold", "mat_static_friction", "mat_static_speed", "mat_rolling",
-    "mat_spinning", "mat_soft_erp", "mat_soft_cfm"]
+    "mat_spinning", "mat_soft_erp", "mat_soft_cfm", "torsional", "patch_radius",
+    "surface_radius", "use_patch_radius", "joint_damping", "joint_friction"]
 
 
 def _scene():

@@ -136,6 +136,9 @@ class WorldBuilder:
     instead of QuickStep, one dense LCP per world solved exactly
     (:mod:`jaxode.sim.solver.direct`; ``iterations`` and ``sor`` unused; pyramid
     and box friction, no cone).
+    reorder_seed: the seed of ODE's generator (dRandSetSeed) from which pgs draws
+    QuickStep's row shuffles (default 0, ODE's at library start; a static model
+    option: see docs/ODE_FEATURES.md).
     """
 
     SOLVERS = tuple(pipeline.SOLVERS)
@@ -147,10 +150,14 @@ class WorldBuilder:
                  angular_damping: float = 0.0, linear_damping_threshold: float = 0.01,
                  angular_damping_threshold: float = 0.01,
                  max_angular_speed: float = math.inf, friction_model: str = "pyramid",
-                 solver: str = "pgs"):
+                 solver: str = "pgs", reorder_seed: int = 0):
         if solver not in self.SOLVERS:
             raise ValueError(f"solver must be one of {self.SOLVERS} (got {solver!r})")
         self.solver = solver
+        if not isinstance(reorder_seed, (int, np.integer)) or not 0 <= reorder_seed < 2 ** 32:
+            raise ValueError(f"reorder_seed must be an integer in [0, 2**32) (ODE's dRandSetSeed; "
+                             f"got {reorder_seed!r})")
+        self.reorder_seed = int(reorder_seed)
         if cfm is None:
             cfm = 1e-10 if jax.config.jax_enable_x64 else 1e-5
         self.gravity = _vec("gravity", gravity, 3)
@@ -448,7 +455,12 @@ class WorldBuilder:
 
     # ------------------------------------------------------------------ joints
     _AXIS_DEFAULTS = dict(lo_stop=-math.inf, hi_stop=math.inf, vel=0.0, fmax=0.0,
-                          fudge_factor=1.0, bounce=0.0, cfm=None, stop_erp=None, stop_cfm=None)
+                          fudge_factor=1.0, bounce=0.0, cfm=None, stop_erp=None, stop_cfm=None,
+                          damping=0.0, friction=0.0)
+    # Gazebo's explicit joint damping (ODEJoint::ApplyExplicitStiffnessDamping) is
+    # applied by the joint types with a joint force API (dJointAddHingeTorque,
+    # dJointAddSliderForce): see jaxode.sim.joints.stage.DAMPED
+    _DAMPED = (jt.HINGE, jt.SLIDER)
 
     def _add_joint(self, jtype: int, body1, body2, naxis: Optional[int], collide: bool,
                    geometry: dict, params: dict, scalars: Optional[dict] = None) -> int:
@@ -461,6 +473,18 @@ class WorldBuilder:
             naxis = jt.REGISTRY[jtype].naxis
         where = f"joint {i} ({jt.JOINT_TYPE_NAMES[jtype]})"
         nb = len(self.bodies)
+        reverse = False
+        if body1 is None and body2 is not None:
+            # dJointAttach(j, 0, body): ODE swaps the bodies and sets dJOINT_REVERSE
+            # (ode.cpp); the joint then acts as (body, world) but for the sign
+            # conventions of the joint type (jaxode.sim.joints.common.REVERSIBLE)
+            if jtype not in jt.REVERSIBLE:
+                raise ValueError(
+                    f"{where}: body1 is None (the static world) with body2 = {body2!r}: "
+                    f"world-first attachment is supported for "
+                    f"{sorted(jt.JOINT_TYPE_NAMES[t] for t in jt.REVERSIBLE)} joints; pass the "
+                    f"body as body1 and body2=None")
+            body1, body2, reverse = body2, None, True
         for name, b in (("body1", body1), ("body2", body2)):
             if b is None and name == "body2":
                 continue
@@ -480,6 +504,13 @@ class WorldBuilder:
                     ax[key] = -1.0
                     continue
                 ax[key] = _param(f"joint_{key}", v, f"{where}: {key}{suf}")
+            if ax["damping"] > 0 and jtype not in self._DAMPED:
+                raise ValueError(f"{where}: damping{suf} applies to hinge and slider joints "
+                                 f"(Gazebo's joint damping), got {ax['damping']!r}")
+            if ax["friction"] > 0 and ax["fmax"] > 0:
+                raise ValueError(f"{where}: friction{suf} ({ax['friction']!r}) is the axis's "
+                                 f"zero-velocity motor (Gazebo); it cannot be combined with "
+                                 f"fmax{suf} ({ax['fmax']!r})")
             if ax["hi_stop"] < ax["lo_stop"]:
                 raise ValueError(f"{where}: hi_stop{suf} must be >= lo_stop{suf} "
                                  f"(got lo {ax['lo_stop']}, hi {ax['hi_stop']})")
@@ -497,7 +528,8 @@ class WorldBuilder:
             if v is not None:
                 sc[key] = _param(f"joint_{key}", v, f"{where}: {key}")
         self.joints.append(dict(type=jtype, body1=int(body1), body2=None if body2 is None else int(body2),
-                                collide=bool(collide), geometry=geometry, axes=axes, scalars=sc))
+                                collide=bool(collide), geometry=geometry, axes=axes, scalars=sc,
+                                reverse=reverse))
         return i
 
     def _axis(self, where: str, name: str, v) -> np.ndarray:
@@ -507,18 +539,21 @@ class WorldBuilder:
             raise ValueError(f"{where}: {name} must have non-zero length (got {tuple(a)})")
         return a / n
 
-    def add_ball(self, body1: int, body2: Optional[int] = None, anchor=(0.0, 0.0, 0.0),
+    def add_ball(self, body1: Optional[int], body2: Optional[int] = None, anchor=(0.0, 0.0, 0.0),
                  collide: bool = False) -> int:
         """Ball-and-socket joint (dJointCreateBall) at world point ``anchor`` [m]."""
         where = f"joint {len(self.joints)} (ball)"
         return self._add_joint(jt.BALL, body1, body2, 0, collide,
                                dict(anchor=_vec(f"{where}: anchor", anchor, 3)), {})
 
-    def add_hinge(self, body1: int, body2: Optional[int] = None, anchor=(0.0, 0.0, 0.0),
+    def add_hinge(self, body1: Optional[int], body2: Optional[int] = None, anchor=(0.0, 0.0, 0.0),
                   axis=(0.0, 0.0, 1.0), collide: bool = False, **params) -> int:
         """Hinge (dJointCreateHinge): world ``anchor`` [m] and ``axis``; per-axis
         lo_stop, hi_stop [rad], vel [rad/s], fmax [N m], fudge_factor, bounce,
-        cfm, stop_erp, stop_cfm. The angle is zero at the build-time pose."""
+        cfm, stop_erp, stop_cfm; Gazebo's damping [N m s/rad] and friction [N m]
+        (every joint type takes friction; damping: hinge and slider). The angle is
+        zero at the build-time pose. ``body1`` None with ``body2`` a body: attached
+        world-first (ODE's dJointAttach(j, 0, body); its angle reads negated)."""
         where = f"joint {len(self.joints)} (hinge)"
         return self._add_joint(jt.HINGE, body1, body2, 1, collide, dict(
             anchor=_vec(f"{where}: anchor", anchor, 3), axis=self._axis(where, "axis", axis)), params)
@@ -586,10 +621,12 @@ class WorldBuilder:
             anchor=_vec(f"{where}: anchor", anchor, 3), axis1=a1, axis2=a2,
             axis3=self._axis(where, "axis3", axis3)), params)
 
-    def add_slider(self, body1: int, body2: Optional[int] = None, axis=(0.0, 0.0, 1.0),
+    def add_slider(self, body1: Optional[int], body2: Optional[int] = None, axis=(0.0, 0.0, 1.0),
                    collide: bool = False, **params) -> int:
         """Slider (dJointCreateSlider) along world ``axis``; per-axis parameters as
-        add_hinge with stops in metres and fmax in newtons. Position zero at build time."""
+        add_hinge with stops in metres, fmax and friction in newtons, damping in
+        N s/m. Position zero at build time. ``body1`` None with ``body2`` a body:
+        attached world-first (ODE reverses the position, its stops and motor)."""
         where = f"joint {len(self.joints)} (slider)"
         return self._add_joint(jt.SLIDER, body1, body2, 1, collide,
                                dict(axis=self._axis(where, "axis", axis)), params)
@@ -643,7 +680,7 @@ class WorldBuilder:
                                      f"(it never tests stops; got {params[key]!r})")
         return self._add_joint(jt.PLANE2D, body1, None, 3, collide, {}, params)
 
-    def add_fixed(self, body1: int, body2: Optional[int] = None, collide: bool = False) -> int:
+    def add_fixed(self, body1: Optional[int], body2: Optional[int] = None, collide: bool = False) -> int:
         """Fixed joint (dJointCreateFixed + dJointSetFixed): keeps the build-time relative pose."""
         return self._add_joint(jt.FIXED, body1, body2, 0, collide, {}, {})
 
@@ -783,7 +820,8 @@ class WorldBuilder:
             row = dict(body1=j["body1"], body2=bi2, has2=has2,
                        anchor1=r1.T @ (anchor - p1), anchor2=r2.T @ (anchor - p2) if has2 else anchor,
                        axis1=r1.T @ axis, axis2=r2.T @ axis if has2 else axis, qrel=qrel,
-                       offset=r2.T @ (p1 - p2) if has2 else p1, extra={})
+                       offset=r2.T @ (p1 - p2) if has2 else p1, extra={},
+                       reverse=bool(j.get("reverse", False)))
             geometry_fn = jt.REGISTRY[j["type"]].geometry
             if geometry_fn is not None:
                 for key, v in geometry_fn(geo, (p1, r1, q1), (p2, r2, q2) if has2 else None).items():
@@ -806,7 +844,8 @@ class WorldBuilder:
                 axis2=f("axis2"), qrel=f("qrel"), offset=f("offset"),
                 extra={key: jnp.asarray(np.array([r["extra"][key] for _, r in rows]))
                        for key in rows[0][1]["extra"]},
-                type=jtype))
+                type=jtype,
+                reverse=jnp.asarray(np.array([r["reverse"] for _, r in rows], dtype=bool))))
         return tuple(out), tuple(index)
 
     # ------------------------------------------------------------------- build
@@ -937,7 +976,7 @@ class WorldBuilder:
                     f"{sorted(self.materials.materials)})")
         used = [s.material for s in surf if s.material is not None]
         mat_names = tuple(self.materials.materials) if used else ()
-        angular = any((s.rolling or 0.0) > 0 or (s.spinning_value or 0.0) > 0 for s in surf)
+        angular = any(s.angular for s in surf)
         if mat_names:
             tabs = self.materials.tables(list(mat_names))
             params = params.replace(**{"mat_" + k: f(v) for k, v in tabs.items()})
@@ -981,8 +1020,11 @@ class WorldBuilder:
             pair_groups=tuple(pair_groups), joint_groups=joint_groups, params=params,
             njoint=len(self.joints), joint_index=joint_index,
             contact_capacity=int(contact_capacity), iterations=self.iterations, solver=self.solver,
+            reorder_seed=self.reorder_seed,
             friction_cone=any(int(grp.friction.max()) == FRICTION_MODELS["cone"]
                               for grp in pair_groups if grp.geom1.shape[0]),
+            friction_box=any(bool(np.any(np.asarray(grp.friction) == FRICTION_MODELS["box"]))
+                             for grp in pair_groups if grp.geom1.shape[0]),
             angular_friction=angular, material_names=mat_names,
             geom_material=f(geom_material),
             init_pos=f(np.array([bb["pos"] for bb in b], dtype=np.float64).reshape(nbody, 3)),

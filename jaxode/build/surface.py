@@ -34,7 +34,9 @@ motionN        motionN_1 + motionN_2 added to the normal row's target
 static_mu,     min of the values set (unset: mu); static_speed min of those set
 static_speed   (unset on both: no static friction)
 rolling,       min of the values set (unset on both: off); spinning also
-spinning       comes from Gazebo's torsional * patch_radius
+spinning       (RaiSim); Gazebo's torsional: min torsional, max patch_radius,
+torsional      surface_radius 1/(1/R_1 + 1/R_2), use_patch_radius both; bound
+               3 pi/16 * torsional * a * normal force (docs/ODE_FEATURES.md)
 ============== ==================================================================
 
 ``max_vel`` and ``min_depth`` default to infinity so that the world values
@@ -106,8 +108,12 @@ class Surface:
         force, r_e the rolling radius (the body centre's distance from the
         contact plane; the mean of the two bodies when both move).
         spinning >= 0 [m] (RaiSim's mu_spin): the spin row about the normal
-        bounded by spinning * normal force. torsional >= 0 and patch_radius
-        [m] >= 0 (Gazebo ``<torsional>``): spinning = torsional * patch_radius.
+        bounded by spinning * normal force. torsional >= 0, patch_radius [m],
+        surface_radius [m], use_patch_radius (Gazebo ``<torsional>``, its ODE's
+        dContactMu3 row): the spin row bounded by
+        3 pi/16 * torsional * a * normal force, a = patch_radius, or
+        sqrt(surface_radius * depth) with use_patch_radius False (pairs combine
+        min torsional, max patch_radius, 1/(1/R1 + 1/R2), both use_patch_radius).
         ``None`` = off; any surface using them adds three rows per contact.
     material: name of a material of the builder's table (``add_material``,
         ``set_material_pair``, ``use_materials``); between two geoms with
@@ -149,10 +155,14 @@ class Surface:
 
     @property
     def spinning_value(self) -> Optional[float]:
-        """spinning, or torsional * patch_radius where torsional is given."""
-        if self.torsional is not None:
-            return self.torsional * self.patch_radius
+        """spinning (ODE's rhoN; Gazebo's torsional friction has its own fields)."""
         return self.spinning
+
+    @property
+    def angular(self) -> bool:
+        """Does this surface need the rolling/spinning rows?"""
+        return ((self.rolling or 0.0) > 0 or (self.spinning or 0.0) > 0
+                or (self.torsional or 0.0) > 0)
 
     def validate(self, where: str = "surface") -> None:
         """Raise ValueError naming the field, its allowed range and the value
@@ -197,11 +207,7 @@ class Surface:
                 raise ValueError(f"{where}.static_mu must be >= mu = {self.mu!r} (got {self.static_mu!r})")
             if self.static_speed is None:
                 raise ValueError(f"{where}.static_speed must be given with static_mu (m/s > 0)")
-        if self.torsional is not None:
-            check_value("spinning", self.torsional, label=f"{where}.torsional")
         _finite(f"{where}.patch_radius", self.patch_radius)
-        if self.patch_radius < 0:
-            raise ValueError(f"{where}.patch_radius must be in [0, inf) m (got {self.patch_radius!r})")
         if self.torsional is not None and self.spinning is not None:
             raise ValueError(f"{where}: give spinning or torsional (with patch_radius), not both")
         if self.material is not None and (not isinstance(self.material, str) or not self.material):

@@ -33,6 +33,7 @@ the rule the SDF, URDF and MJCF loaders share:
 """
 from __future__ import annotations
 
+import logging
 import os
 import warnings
 from typing import NamedTuple, Optional, Sequence
@@ -90,10 +91,17 @@ def load_mesh(path, scale: Sequence[float] = (1.0, 1.0, 1.0), up_axis: bool = Fa
         except ImportError:
             raise ImportError(f"{path}: reading COLLADA (.dae) files needs the optional package "
                               f"pycollada: pip install jaxode[meshes]") from None
+    # Only the geometry is used: trimesh's reports of textures it cannot find
+    # (a model's materials/ folder) are silenced while it reads.
+    log = logging.getLogger("trimesh")
+    level = log.level
+    log.setLevel(logging.CRITICAL)
     try:
         m = tm.load(path, force="mesh", process=False)
     except Exception as e:  # trimesh raises many kinds on malformed files
         raise ValueError(f"{path}: cannot read the mesh ({type(e).__name__}: {e})") from None
+    finally:
+        log.setLevel(level)
     v = np.asarray(getattr(m, "vertices", np.zeros((0, 3))), dtype=np.float64)
     f = np.asarray(getattr(m, "faces", np.zeros((0, 3))), dtype=np.int64)
     if v.ndim != 2 or v.shape[0] < 3 or f.ndim != 2 or f.shape[0] < 1:

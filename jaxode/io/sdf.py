@@ -28,7 +28,7 @@
   capsule / plane / mesh / heightmap (polyline: warned, skipped), ``<max_contacts>`` (0: the
   collision makes no contacts, as in Gazebo)
   and ``<surface>``: friction ``<ode>`` mu, mu2, fdir1, slip1, slip2;
-  ``<torsional>`` coefficient, patch_radius; ``<bounce>``
+  ``<torsional>`` coefficient, patch_radius, surface_radius, use_patch_radius; ``<bounce>``
   restitution_coefficient, threshold; ``<contact><ode>`` soft_cfm, soft_erp,
   kp, kd, max_vel, min_depth. SDF's surface defaults (mu = mu2 = 1,
   max_vel 0.01 m/s, min_depth 0) apply when the element is absent; soft_erp,
@@ -54,8 +54,9 @@
   are recorded in ``builder.sdf_info["joint_limits"]`` only: Gazebo's ODE
   plugin uses them to clamp commanded forces, not as a motor.
   ``<dynamics><friction>`` -> motor with vel 0 and fmax = friction (as
-  Gazebo's ODE plugin); ``<dynamics><damping>`` is warned (jaxode has no
-  joint damping). ``<physics><ode>``: cfm, fudge_factor, bounce,
+  Gazebo's ODE plugin); ``<dynamics><damping>`` -> ``damping``
+  (revolute and prismatic; Gazebo's explicit -|damping| * rate, other joint
+  types are warned). ``<physics><ode>``: cfm, fudge_factor, bounce,
   ``<limit>`` cfm/erp (stop_cfm/stop_erp), ``<suspension>`` cfm/erp.
 * Poses: ``x y z roll pitch yaw`` with ``R = Rz(yaw) Ry(pitch) Rx(roll)``,
   composed through nested models; SDF 1.7 ``relative_to`` may name a link,
@@ -438,12 +439,11 @@ class _Loader:
                 self.skip(ode, ("mu", "mu2", "slip1", "slip2", "fdir1"))
             tor = fr.find("torsional")
             if tor is not None:
+                # Gazebo's defaults: coefficient 1, use_patch_radius true, radii 0
                 kw["torsional"] = rep.child_float(tor, "coefficient", 1.0)
                 kw["patch_radius"] = rep.child_float(tor, "patch_radius", 0.0)
-                if tor.find("use_patch_radius") is not None and not rep.child_bool(
-                        tor, "use_patch_radius", True):
-                    rep.warn(tor.find("use_patch_radius"),
-                             "surface_radius torsional friction is not supported; patch_radius used")
+                kw["surface_radius"] = rep.child_float(tor, "surface_radius", 0.0)
+                kw["use_patch_radius"] = float(rep.child_bool(tor, "use_patch_radius", True))
                 self.skip(tor, ("coefficient", "patch_radius", "use_patch_radius", "surface_radius",
                                 "ode"))
             self.skip(fr, ("ode", "torsional"))
@@ -695,9 +695,13 @@ class _Loader:
                 fr = rep.child_float(dyn, "friction", 0.0)
                 if fr > 0:
                     params["vel" + suf], params["fmax" + suf] = 0.0, fr
-                if rep.child_float(dyn, "damping", 0.0) != 0:
-                    rep.warn(dyn.find("damping"), "joint damping is not supported (jaxode has no "
-                                                  "joint damping), ignored", key="joint damping")
+                damp = rep.child_float(dyn, "damping", 0.0)
+                if damp != 0 and jtype in ("revolute", "prismatic") and not suf:
+                    params["damping"] = abs(damp)  # Gazebo applies -|damping| * rate
+                elif damp != 0:
+                    rep.warn(dyn.find("damping"), f"joint damping of a {jtype} joint's {tag} is "
+                                                  "not supported (revolute and prismatic only), "
+                                                  "ignored", key="joint damping")
                 if rep.child_float(dyn, "spring_stiffness", 0.0) != 0:
                     rep.warn(dyn.find("spring_stiffness"), "joint springs are not supported, ignored")
                 self.skip(dyn, ("friction", "damping", "spring_stiffness", "spring_reference"))

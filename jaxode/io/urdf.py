@@ -41,7 +41,8 @@ line numbers for errors and warnings):
   plane is the world's z = 0 plane on a static parent, else a clear error). ``<origin>``: the child link frame in the parent's;
   ``<axis xyz>`` in the joint (= child link) frame, default (1, 0, 0).
   ``<dynamics friction>`` -> a motor with vel 0 and fmax = friction (as
-  Gazebo's ODE plugin); ``damping`` is warned (jaxode has no joint damping).
+  Gazebo's ODE plugin); ``damping`` -> ``damping`` (Gazebo's
+  explicit -|damping| * rate; revolute, continuous and prismatic joints).
   ``<limit effort velocity>``: recorded in ``builder.urdf_info["limits"]``; with
   ``motors=True`` every actuated joint gets a velocity motor (vel 0, fmax =
   effort, like PyBullet's default motors): command it by setting
@@ -484,9 +485,12 @@ def load_urdf(path_or_string, base_pos=(0.0, 0.0, 0.0), fixed_base: bool = False
             fr = _attr_float(rep, dyn, "friction", 0.0)
             if fr > 0 and "fmax" not in params:
                 params["vel"], params["fmax"] = 0.0, fr
-            if _attr_float(rep, dyn, "damping", 0.0) != 0:
-                rep.warn(dyn, "joint damping is not supported (jaxode has no joint damping), "
-                              "ignored", key="joint damping")
+            damp = _attr_float(rep, dyn, "damping", 0.0)
+            if damp != 0 and jtype in ("revolute", "continuous", "prismatic"):
+                params["damping"] = abs(damp)  # Gazebo applies -|damping| * rate
+            elif damp != 0:
+                rep.warn(dyn, f"joint damping of a {jtype} joint is not supported, ignored",
+                         key="joint damping")
         try:
             if jtype in ("revolute", "continuous"):
                 ji = b.add_hinge(cbody, pbody, anchor=T_child[:3, 3], axis=waxis, **params)

@@ -182,6 +182,28 @@ def mix_surfaces(model: Model, params: Params, contacts: Contacts, h: jax.Array
                           max_vel, min_depth, motion_n, motion1, motion2)
 
 
+def _torsional_bound(p: Params, g1, g2, depth, spin):
+    """Gazebo's torsional friction (its ODE's dContactMu3 row, contact.cpp): where
+    either geom sets ``torsional``, the spin row's bound per unit normal force is
+    ``3 pi/16 * mu3 * a`` [m] (uniform pressure over a disc of radius a), with
+    mu3 = min of the torsional values set, a = max(patch_radius) when both
+    geoms use_patch_radius, else sqrt(R depth), R = 1/(1/R_1 + 1/R_2)
+    (ODEPhysics::Collide) and depth past min_depth [m]; elsewhere ``spin``."""
+    t1, t2 = p.torsional[g1], p.torsional[g2]
+    has = (t1 >= 0) | (t2 >= 0)
+    mu3 = _combine_soft(t1, t2, jnp.zeros_like(spin), use_min=True)
+    patch = jnp.maximum(p.patch_radius[g1], p.patch_radius[g2])
+    inv = 1.0 / p.surface_radius[g1] + 1.0 / p.surface_radius[g2]    # 1/0 = inf: R = 0
+    radius = jnp.where(inv > 0, 1.0 / jnp.where(inv > 0, inv, 1.0), jnp.inf)
+    use_patch = jnp.minimum(p.use_patch_radius[g1], p.use_patch_radius[g2]) > 0.5
+    rd = jnp.where(depth > 0, radius * depth, 0.0)
+    ok = (rd > 0) & jnp.isfinite(rd)               # (double where: finite gradients)
+    a_r = jnp.where(ok, jnp.sqrt(jnp.where(ok, rd, 1.0)), jnp.where(rd > 0, jnp.inf, 0.0))
+    a = jnp.where(use_patch, patch, a_r)
+    bound = jnp.where(mu3 > 0, (3.0 * jnp.pi / 16.0) * mu3 * a, 0.0)
+    return jnp.where(has, bound, spin)
+
+
 def contact_rows(model: Model, params: Params, contacts: Contacts, body_pos: jax.Array,
                  body_vel: jax.Array, body_angvel: jax.Array, grot: jax.Array,
                  h: jax.Array) -> tuple[Rows, Rows, jax.Array]:
@@ -303,6 +325,8 @@ def contact_rows(model: Model, params: Params, contacts: Contacts, body_pos: jax
         n2 = jnp.abs(jnp.sum(r2 * n, -1))
         ndyn = dyn1.astype(dtype) + dyn2.astype(dtype)
         r_e = (jnp.where(dyn1, n1, 0.0) + jnp.where(dyn2, n2, 0.0)) / jnp.maximum(ndyn, 1.0)
+        if p.torsional is not None:
+            spin = jnp.where(valid, _torsional_bound(p, g1, g2, depth, spin), spin)
         for t, bnd in ((t1, roll * r_e), (t2, roll * r_e), (n, spin)):
             a, b = arow(t)
             ja.append(a)

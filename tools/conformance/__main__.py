@@ -59,8 +59,15 @@ over RNG seeds 0-15.
 ODE 0.16's QuickStep solves the constraint rows with projected Gauss-Seidel
 (SOR) and, with the default `REORDERING_METHOD__RANDOMLY` in `quickstep.cpp`,
 shuffles all rows with its global random generator (`dRandInt`) at iterations
-8 and 16 of the 20. jaxode keeps ODE's initial order (normal rows in contact
-order, then friction rows) and does not shuffle. When the answer does not
+8 and 16 of the 20. jaxode keeps ODE's initial order (the rows without a
+friction index -- joint rows, normal rows and box-model friction rows -- in
+joint order, then the friction rows with one) and shuffles only the joint rows.
+ODE's island walk (`util.cpp` `dxProcessIslands`) lists a body's joints newest
+first, so ODE solves one body's contacts in the reverse of the order
+`dCollide` found them; jaxode solves them in the order found. Scenes marked
+"contact joints created in reverse" create ODE's contact joints in reverse
+(`OdeWorld(reverse_contacts=True)`), so both engines solve the same order.
+When the answer does not
 depend on the row order -- no contact, one contact whose friction rows carry no
 load or decouple from the normal row, symmetric contacts at rest -- the two
 engines perform the same double-precision arithmetic and the whole position

@@ -249,6 +249,8 @@ _SIGNATURES = {
     "dJointSetSliderParam": (None, [_ID, _I, _D]),
     "dJointGetSliderPosition": (_D, [_ID]),
     "dJointGetSliderPositionRate": (_D, [_ID]),
+    "dJointAddHingeTorque": (None, [_ID, _D]),
+    "dJointAddSliderForce": (None, [_ID, _D]),
     "dJointSetFixed": (None, [_ID]),
     "dJointCreateUniversal": (_ID, [_ID, _ID]),
     "dJointSetUniversalAnchor": (None, [_ID, _D, _D, _D]),
@@ -725,13 +727,18 @@ class OdeWorld:
         space: str = "hash",
         rand_seed: Optional[int] = 0,
         stepper: str = "quick",
+        reverse_contacts: bool = False,
     ):
         """``space``: "hash" (dHashSpace) or "simple" (dSimpleSpace).
         ``stepper``: "quick" (dWorldQuickStep, the default) or "step"
         (dWorldStep, ODE's big-matrix Dantzig LCP stepper).
         ``rand_seed``: passed to dRandSetSeed at construction (QuickStep
         randomly reorders constraints using ODE's global RNG); None leaves the
-        global seed alone."""
+        global seed alone. ``reverse_contacts``: create each step's contact
+        joints in the reverse of the order dCollide found them. ODE's island
+        walk (util.cpp dxProcessIslands) lists a body's joints newest first, so
+        the contacts of one body are solved last-created first; reversed, they
+        are solved in the order found, which is jaxode's contact slot order."""
         if stepper not in ("quick", "step"):
             raise ValueError(f"stepper must be 'quick' or 'step' (got {stepper!r})")
         self._stepper = stepper
@@ -777,14 +784,17 @@ class OdeWorld:
         self._geom_surface: list = []
 
         self._contact_buf = None
+        self._reverse_contacts = bool(reverse_contacts)
+        self._pending: list = []  # (dContact copy, b1, b2) with reverse_contacts
         self._contacts_last: list = []
         self._cb_error: Optional[BaseException] = None
         self._callback = NearCallback(self._near)  # keep a reference!
 
     # -- lifetime ---------------------------------------------------------
-    def add_joint(self, kind: str, body1: int, body2=None, **kw) -> int:
+    def add_joint(self, kind: str, body1, body2=None, **kw) -> int:
         """Create a joint of ``kind`` (a key of :data:`JOINT_SETUP`) between body
-        indices ``body1`` and ``body2`` (None: the static world); geometry
+        indices ``body1`` and ``body2`` (None: the static world, in either slot:
+        dJointAttach(j, 0, body) is ODE's world-first attachment); geometry
         keywords (world frame: anchor, axis, axis1, ...) go to the kind's setup
         function as dJointSet*; the other keywords are dParam* values (keys of
         JOINT_PARAMS, suffix 2/3 for the other axes). Feedback is enabled."""
@@ -795,8 +805,9 @@ class OdeWorld:
         create, setter_name, setup, geometry_keys = JOINT_SETUP[kind]
         geometry = {k: kw.pop(k) for k in list(kw) if k in geometry_keys}
         j = getattr(lib, create)(self._world, None)
+        b1 = None if body1 is None else self._bodies[body1]
         b2 = None if body2 is None else self._bodies[body2]
-        lib.dJointAttach(j, self._bodies[body1], b2)
+        lib.dJointAttach(j, b1, b2)
         setup(lib, j, **geometry)
         if isinstance(setter_name, tuple):           # a dJointSet*Param per axis (plane-2D)
             per_axis = [getattr(lib, name) for name in setter_name]
@@ -1035,8 +1046,11 @@ class OdeWorld:
                 ct.surface.mode |= dContactFDir1
                 ct.fdir1[0], ct.fdir1[1], ct.fdir1[2] = (float(x) for x in fdir_world)
                 ct.fdir1[3] = 0.0
-            j = lib.dJointCreateContact(self._world, self._group, ctypes.byref(ct))
-            lib.dJointAttach(j, b1, b2)
+            if self._reverse_contacts:
+                self._pending.append((dContact.from_buffer_copy(ct), b1, b2))
+            else:
+                j = lib.dJointCreateContact(self._world, self._group, ctypes.byref(ct))
+                lib.dJointAttach(j, b1, b2)
             gm = ct.geom
             self._contacts_last.append(
                 Contact(
@@ -1055,12 +1069,17 @@ class OdeWorld:
         lib = self._lib
         for _ in range(int(n)):
             self._contacts_last = []
+            self._pending = []
             self._cb_error = None
             lib.dSpaceCollide(self._space, None, self._callback)
             if self._cb_error is not None:
                 lib.dJointGroupEmpty(self._group)
                 err, self._cb_error = self._cb_error, None
                 raise err
+            for ct, b1, b2 in reversed(self._pending):
+                j = lib.dJointCreateContact(self._world, self._group, ctypes.byref(ct))
+                lib.dJointAttach(j, b1, b2)
+            self._pending = []
             if self._stepper == "step":
                 lib.dWorldStep(self._world, float(dt))
             else:

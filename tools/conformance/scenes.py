@@ -21,7 +21,8 @@ whole position trajectory in float64 to ``TRAJ64``. Scenes with several
 contacts are compared on their physics metric only, within a bound stated per
 scene: ODE 0.16's QuickStep shuffles all rows with its global RNG at
 iterations 8 and 16 (``REORDERING_METHOD__RANDOMLY`` in quickstep.cpp), while
-jaxode keeps ODE's initial order (normal rows, then friction rows).
+jaxode keeps ODE's initial order (rows without a friction index -- joint, normal
+and box-model friction rows -- then the rows with one) and shuffles only joint rows.
 """
 from __future__ import annotations
 
@@ -107,13 +108,14 @@ class Geom:
 @dataclass(frozen=True)
 class Joint:
     """A joint: ``type`` (ball, hinge, slider, fixed, universal, hinge2, pr, pu,
-    piston, amotor, lmotor, plane2d), bodies (body2 None: the static world),
+    piston, amotor, lmotor, plane2d), bodies (body2 None: the static world;
+    body1 None, body2 a body: attached world-first, dJointAttach(j, 0, body)),
     ``geometry`` keywords in the world frame (anchor, axis, axis1, ...; as
     WorldBuilder.add_<type> takes them) and ``params`` (lo_stop, vel, fmax, ...
     with suffix 2/3 for the other axes)."""
 
     type: str
-    body1: int
+    body1: Optional[int]
     body2: Optional[int] = None
     geometry: dict = field(default_factory=dict)
     params: dict = field(default_factory=dict)
@@ -150,6 +152,9 @@ class Scene:
     dt: float = 0.01
     joints: tuple = ()
     rand_seed: int = 0
+    # ODE side: create each step's contact joints in reverse (odelib.OdeWorld), so
+    # ODE solves one body's contacts in the order found, as jaxode does
+    ode_reverse_contacts: bool = False
 
     def structure(self) -> tuple:
         """Key of the compiled jaxode function: scenes with equal keys reuse it."""
@@ -237,7 +242,8 @@ def build_jaxode(scene: Scene, solver: str = "pgs"):
         contact_max_correcting_vel=w.contact_max_correcting_vel,
         contact_surface_layer=w.contact_surface_layer, linear_damping=w.linear_damping,
         angular_damping=w.angular_damping, linear_damping_threshold=w.linear_damping_threshold,
-        angular_damping_threshold=w.angular_damping_threshold, solver=solver)
+        angular_damping_threshold=w.angular_damping_threshold, solver=solver,
+        reorder_seed=scene.rand_seed)
     for bd in scene.bodies:
         b.add_body(pos=bd.pos, quat=bd.quat, vel=bd.vel, angvel=bd.angvel,
                    mass=mass_lib.from_inertia(bd.mass, np.asarray(bd.inertia)),
@@ -280,7 +286,8 @@ def build_ode(scene: Scene, stepper: str = "quick"):
         contact_surface_layer=w.contact_surface_layer, linear_damping=w.linear_damping,
         angular_damping=w.angular_damping, linear_damping_threshold=w.linear_damping_threshold,
         angular_damping_threshold=w.angular_damping_threshold, rand_seed=scene.rand_seed,
-        stepper=stepper)
+        stepper=stepper,
+        reverse_contacts=scene.ode_reverse_contacts)
     for bd in scene.bodies:
         world.add_body(bd.pos, quat=bd.quat, vel=bd.vel, angvel=bd.angvel, mass=bd.mass,
                        inertia=np.asarray(bd.inertia), gravity=bd.gravity,
@@ -465,6 +472,28 @@ SCENES: list[Scene] = [
           tol=_one(why64="two mirror-symmetric contacts whose friction rows carry no load: the "
                          "shuffle cannot change the result (ODE's own spread over 16 seeds: "
                          "7e-16 m), float64 rounding only")),
+    # ---- box-model friction rows in ODE's order (findex -1 rows among the normals)
+    Scene("slide_capsule_box_friction_7it", "capsule lying along x slides at (1, 0.4) m/s on "
+          "its 2 contacts, \"box\" friction mu = 0.5 N per contact, 7 iterations (below ODE's "
+          "first shuffle at iteration 8); ODE creates the contact joints in reverse (its island "
+          "walk then solves them in the order found, as jaxode)",
+          World(iterations=7),
+          bodies=(body_of(_M_CAPSULE, (0.0, 0.0, 0.0499), quat=_Q_Y90, vel=(1.0, 0.4, 0.0)),),
+          geoms=(_plane(mu=0.5, friction="box"),
+                 Geom("capsule", body=0, radius=0.05, length=0.3,
+                      surface=dict(mu=0.5, friction="box"))),
+          metric="final_xy", steps=150, ode_reverse_contacts=True,
+          tol=_one(why64="no shuffle (7 iterations) and the same contact order: ODE's row order "
+                         "(each contact's normal row, then its box friction rows, all before "
+                         "rows with a friction index) decides 7 unconverged sweeps, so the "
+                         "whole trajectory must agree to rounding (jaxode's former order, box "
+                         "rows after all normals, ends 7.1e-4 m off)")),
+    _box_on_plane("slide_box_box_friction_mu0.5", "box sliding at 2 m/s on 4 contacts (starts "
+                  "0.1 mm deep so that all 4 touch in both engines), \"box\" friction mu = "
+                  "0.5 N per contact: 2 N on 1 kg, exact discrete stop 0.99 m",
+                  dict(mu=0.5, friction="box"), vel=(2.0, 0.0, 0.0), z0=0.0999,
+                  tol=_multi(1e-3, "0.99 m stop distance varies by 6.6e-4 m (jaxode's former "
+                             "order, box rows after all normals, stopped at 1.0057 m)")),
     Scene("capsule_standing", "capsule standing on its cap, dropped 2 cm: 1 contact",
           World(), bodies=(body_of(_M_CAPSULE, (0.0, 0.0, 0.22)),),
           geoms=(_plane(mu=0.5), Geom("capsule", body=0, radius=0.05, length=0.3,

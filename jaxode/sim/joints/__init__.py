@@ -9,7 +9,8 @@ from __future__ import annotations
 from jaxode.sim.joints.common import (AMOTOR, BALL, FIXED, HINGE, HINGE2, JOINT_TYPE_NAMES, LMOTOR,  # noqa: F401
                                   PISTON, PLANE2D, PR, PU, REGISTRY, SLIDER, UNIVERSAL, AxisParams,
                                   BodyPair, JointGroup, JointParams, JointRows, JointType, assemble,
-                                  axis, hinge_angle_from_quat, limot_row, register, relative_quat)
+                                  axis, hinge_angle_from_quat, limot_row, register, relative_quat,
+                                  REVERSIBLE, reverse_sign)
 from jaxode.sim.joints import basic  # noqa: F401,E402  (registers ball, hinge, slider, fixed)
 from jaxode.sim.joints import universal  # noqa: F401,E402
 from jaxode.sim.joints import hinge2  # noqa: F401,E402

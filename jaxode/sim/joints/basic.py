@@ -8,7 +8,7 @@ import jax.numpy as jnp
 from jaxode.sim import math as jm
 from jaxode.sim.joints.common import (BALL, FIXED, HINGE, SLIDER, BodyPair, JointParams, JointType,
                                   assemble, axis, cross_minus, hinge_angle_from_quat, limot_row,
-                                  register, relative_quat)
+                                  register, relative_quat, reverse_sign)
 
 
 def ball_rows_of(g, b: BodyPair, k):
@@ -95,12 +95,16 @@ def slider(g, b: BodyPair, jp: JointParams, erp_w, cfm_w, h):
     js2 = jnp.stack([jnp.concatenate([-p, ang_p]), jnp.concatenate([-q, ang_q])])
     ofs_vec = jnp.where(g.has2 > 0, b.pos2 - b.pos1 + r2 @ g.offset, g.offset - b.pos1)
     cs = k * jnp.stack([jnp.dot(p, ofs_vec), jnp.dot(q, ofs_vec)])
-    position = jnp.dot(ax1, b.pos1 - r2 @ g.offset - b.pos2)
-    rate = jnp.dot(ax1, b.vel1) - jnp.dot(ax1, b.vel2)
+    # attached world-first: ODE negates the limit/motor axis and the position
+    # its stops test (slider.cpp: dJOINT_REVERSE)
+    sgn = reverse_sign(g, ax1.dtype)
+    axl = ax1 * sgn
+    position = jnp.dot(axl, b.pos1 - r2 @ g.offset - b.pos2)
+    rate = jnp.dot(axl, b.vel1) - jnp.dot(axl, b.vel2)
     a = axis(jp.axes, 0)
     use = ((a.lo_stop > -jnp.inf) | (a.hi_stop < jnp.inf)) & (a.lo_stop <= a.hi_stop)
-    ltd = jnp.cross(0.5 * (b.pos2 - b.pos1), ax1)
-    lim = limot_row(ax1, False, position, rate, a, ltd, g.has2, h, use)
+    ltd = jnp.cross(0.5 * (b.pos2 - b.pos1), axl)
+    lim = limot_row(axl, False, position, rate, a, ltd, g.has2, h, use)
     return assemble(jnp.concatenate([jr1, js1]), jnp.concatenate([jr2, js2]),
                     jnp.concatenate([cr, cs]), cfm_w, [lim])
 

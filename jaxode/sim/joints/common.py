@@ -23,6 +23,16 @@ from jaxode.sim import math as jm
 from jaxode._struct import pytree_dataclass, static_field
 
 BALL, HINGE, SLIDER, FIXED, UNIVERSAL, HINGE2, PR, PU, PISTON, AMOTOR, LMOTOR, PLANE2D = range(12)
+# Joint types that may be attached world-first (body1 None, body2 a body):
+# ODE swaps the bodies and sets dJOINT_REVERSE (ode.cpp dJointAttach). Its
+# effects (ODE 0.16): ball, fixed, hinge: none on the rows (hinge.cpp's limits
+# and motor use the internal angle); dJointGetHingeAngle/AngleRate and
+# dJointAddHingeTorque change sign. slider: dJointGetSliderPosition/
+# PositionRate and dJointAddSliderForce change sign, and so do the limit and
+# motor row's axis (slider.cpp getInfo1/getInfo2): stops and motor velocity
+# act on the reported (reversed) position.
+REVERSIBLE = frozenset({BALL, HINGE, SLIDER, FIXED})
+
 JOINT_TYPE_NAMES = {BALL: "ball", HINGE: "hinge", SLIDER: "slider", FIXED: "fixed",
                     UNIVERSAL: "universal", HINGE2: "hinge2", PR: "pr", PU: "pu",
                     PISTON: "piston", AMOTOR: "amotor", LMOTOR: "lmotor", PLANE2D: "plane2d"}
@@ -38,7 +48,10 @@ class JointGroup:
     axis1 (J, 3) in body 1's frame; axis2 (J, 3) in body 2's frame (world for
     the world); qrel (J, 4) initial relative rotation as ODE stores it; offset
     (J, 3) slider/fixed offset as ODE stores it; extra: type-specific geometry
-    (name -> (J, ...) array), from the type's ``geometry`` function.
+    (name -> (J, ...) array), from the type's ``geometry`` function; reverse
+    (J,) bool (None: all False): attached world-first, ``dJointAttach(j, 0,
+    body)``, which ODE stores as (body, world) with its dJOINT_REVERSE flag
+    (:data:`REVERSIBLE`).
     """
 
     ids: jax.Array
@@ -53,6 +66,7 @@ class JointGroup:
     offset: jax.Array
     extra: dict
     type: int = static_field()
+    reverse: jax.Array = None
 
 
 class BodyPair(NamedTuple):
@@ -100,6 +114,13 @@ class AxisParams(NamedTuple):
     cfm: jax.Array
     stop_erp: jax.Array
     stop_cfm: jax.Array
+
+
+def reverse_sign(g, dtype) -> jax.Array:
+    """-1 for a joint attached world-first (``g.reverse``), else +1."""
+    if g.reverse is None:
+        return jnp.ones((), dtype)
+    return jnp.where(g.reverse, -1.0, 1.0).astype(dtype)
 
 
 def cross_minus(a):

@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxode.sim import joints
+from jaxode.sim import math as jm
 from jaxode.sim.constraint import Rows
 from jaxode.sim.records import Bodies
 from jaxode.types import Model, Params
@@ -34,16 +35,52 @@ def _world_or(value: jax.Array, world: jax.Array) -> jax.Array:
     return jnp.where(value < 0, world, value)
 
 
+# Joint types that apply Gazebo's joint damping (ODEJoint::ApplyExplicitStiffnessDamping
+# through dJointAddHingeTorque / dJointAddSliderForce).
+DAMPED = (joints.HINGE, joints.SLIDER)
+
+
+def damping_wrench(g, b: Bodies, c: jax.Array):
+    """Gazebo's explicit joint damping of a hinge or slider group: the joint force
+    -c * rate [N m or N] (c (J,) the first axis's damping, rate the joint's velocity
+    at the start of the step) applied as dJointAddHingeTorque / dJointAddSliderForce
+    does: +along the axis on body 1, - on body 2 (the slider's force at the
+    bodies' midpoint: ODE's torque decoupling). A joint attached world-first reads
+    its rate negated and negates the applied force (dJOINT_REVERSE): no change.
+    Returns (w1, w2) (J, 6) [force | torque] on body 1 and body 2."""
+    r1 = jax.vmap(jm.quat_to_mat)(b.quat[g.body1])
+    ax = jnp.einsum("jab,jb->ja", r1, g.axis1)
+    if g.type == joints.HINGE:
+        rate = jnp.sum(ax * (b.angvel[g.body1] - b.angvel[g.body2]), -1)
+        t = ax * (-c * rate)[:, None]
+        z = jnp.zeros_like(t)
+        return jnp.concatenate([z, t], -1), jnp.concatenate([z, -t], -1) * g.has2[:, None]
+    rate = jnp.sum(ax * (b.vel[g.body1] - b.vel[g.body2]), -1)
+    f = ax * (-c * rate)[:, None]
+    ltd = jnp.cross(0.5 * (b.pos[g.body2] - b.pos[g.body1]), f) * g.has2[:, None]
+    return jnp.concatenate([f, ltd], -1), jnp.concatenate([-f, ltd], -1) * g.has2[:, None]
+
+
 def rows(model: Model, p: Params, b: Bodies) -> JointRowTables:
-    """Rows of all joints (module docstring)."""
+    """Rows of all joints (module docstring). Gazebo's joint friction (``joint_friction``
+    > 0) replaces the axis's motor by a zero-velocity one with fmax = friction, and
+    Gazebo's joint damping adds :func:`damping_wrench` to the joint wrench."""
     dtype = b.pos.dtype
     nb = b.pos.shape[0] - 1
     tables, layout = [], []
     extra = jnp.zeros((nb + 1, 6), dtype)
     for g in model.joint_groups:
+        vel, fmax = p.joint_vel[g.ids], p.joint_fmax[g.ids]
+        if p.joint_friction is not None:
+            fr = p.joint_friction[g.ids]
+            vel = jnp.where(fr > 0, 0.0, vel)
+            fmax = jnp.where(fr > 0, fr, fmax)
+        if p.joint_damping is not None and g.type in DAMPED:
+            w1, w2 = damping_wrench(g, b, p.joint_damping[g.ids, 0].astype(dtype))
+            extra = extra.at[g.body1].add(w1.astype(dtype)).at[g.body2].add(w2.astype(dtype))
         ax = joints.AxisParams(
             lo_stop=p.joint_lo_stop[g.ids], hi_stop=p.joint_hi_stop[g.ids],
-            vel=p.joint_vel[g.ids], fmax=p.joint_fmax[g.ids],
+            vel=vel, fmax=fmax,
             fudge_factor=p.joint_fudge_factor[g.ids], bounce=p.joint_bounce[g.ids],
             cfm=_world_or(p.joint_cfm[g.ids], p.cfm),
             stop_erp=_world_or(p.joint_stop_erp[g.ids], p.erp),

@@ -86,7 +86,9 @@ def solve_rows(model, rows, bodies, params, time=0.0) -> Solution:
     if model.solver == "direct":
         return solve_direct(model, rows, bodies)
     # QuickStep's shuffles of the joint rows at iterations 8, 16, ... (pgs.py)
-    options = {"reorder": rows.njoint_rows} if model.solver == "pgs" else {}
+    # box-model friction rows among the normal rows, as ODE orders them (pgs.py)
+    options = ({"reorder": rows.njoint_rows, "box_head": bool(model.friction_box),
+                "seed": int(model.reorder_seed)} if model.solver == "pgs" else {})
     return solve(model.solver, rows.head, rows.tail, bodies.inv_mass, bodies.inv_inertia,
                  bodies.rhs, bodies.h, jnp.asarray(params.sor, dtype), model.iterations,
                  block=rows.block, cone=model.friction_cone, cone_rows=rows.cone_rows,

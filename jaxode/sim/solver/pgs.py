@@ -2,8 +2,17 @@
 
 Order (deterministic): the head rows (no friction index: joint rows, then
 contact normals) in order, then the tail contacts in order, each contact's
-friction block row by row. For the pyramid model this is exactly ODE's initial
-order (findex == -1 rows first, then the others, each in joint-row order).
+friction block row by row. This is ODE 0.16's initial order
+(``quickstep.cpp`` ``dxQuickStepIsland_Stage4LCP_ReorderPrep``: the rows with
+findex == -1 first, then the others, each in joint-row order). Box-model
+friction rows have no friction index (findex -1), so ODE solves them among the
+head rows, right after their contact's normal row; with ``box_head`` (set when
+the model has a box-model pair, ``Model.friction_box``) jaxode does the same:
+a contact's head unit is its normal row plus its box rows (no-ops for pyramid
+and cone contacts), and the tail skips them. (Solving them in the tail instead
+made a 1 kg box sliding at 2 m/s on 4 contacts, mu 0.5 N, stop at 1.0057 m
+where ODE stops at 0.9900-0.9903 m over its RNG seeds, the exact discrete
+answer 0.99 m; see docs/CONFORMANCE.md.)
 
 Before iterations 8, 16, ... ODE 0.16 shuffles the rows with its global random
 generator (``quickstep.cpp``: REORDERING_METHOD__RANDOMLY, every
@@ -22,9 +31,12 @@ synchronous RL) are bitwise the same alone and in the batch; a world whose step
 count differs from world 0's (an auto-reset episode) gets world 0's
 permutations, so replaying it alone reproduces it only where its joint rows
 converge (or the scene has no joint rows). Documented differences from ODE:
-contact rows keep their order (ODE shuffles them with the joint rows), and ODE
-solves box-model friction rows (no friction index) among the head rows. All only matter where 20 iterations leave
-the problem unconverged.
+contact rows keep their order (ODE shuffles all rows, contact rows with the
+joint rows: ``ConstraintsReorderingHelper`` over all ``m`` rows), and ODE's
+island walk (``util.cpp`` ``dxProcessIslands``) lists each body's joints newest
+first, so it solves one body's contacts in the reverse of the order they were
+created, where jaxode solves them in slot order. All only matter where 20
+iterations leave the problem unconverged.
 
 Each sweep is two loops (head rows, then tail contacts) whose per-unit data are
 loop inputs; a unit is updated by :func:`jaxode.sim.solver.core.row_update` /
@@ -77,26 +89,64 @@ def _scan_units(step, carry, xs, ys0, unroll: int, count):
     return jax.lax.fori_loop(0, (count + unroll - 1) // unroll, trip, (carry, ys0))
 
 
-def permutations(iterations: int, nrows: int, step):
+def permutations(iterations: int, nrows: int, step, seed: int = reorder_lib.ODE_SEED):
     """(phase lengths, orders): the iterations in phases of ODE's reordering
     frequency and, for each phase after the first, the order of the ``nrows``
     shuffled rows at step number ``step`` (traced int; int32 (phases - 1, nrows)),
-    or None when nothing is shuffled (fewer than 2 rows or one phase)."""
-    lengths, orders = reorder_lib.table(iterations, nrows)
+    drawn from ODE's generator seeded with ``seed`` (static), or None when nothing
+    is shuffled (fewer than 2 rows or one phase)."""
+    lengths, orders = reorder_lib.table(iterations, nrows, seed=int(seed))
     if orders is None:
         return lengths, None
     return lengths, jnp.asarray(orders)[jnp.mod(step, orders.shape[0])]
 
 
+def _box_split(h, t, pyramid, block: int):
+    """Split for ODE's order of box-model friction rows (``box_head``).
+
+    Returns (joint head rows, contact units, tail): the head's last ``nc`` rows
+    (the contacts' normal rows) paired with their contact's first two tail rows
+    where those carry no friction index (box model; other rows zeroed: exact
+    no-op updates), and the tail with those box rows zeroed (no-ops there).
+    A contact unit is :class:`~jaxode.sim.solver.core.Prepared` with a leading
+    axis of 3 rows (normal, t1, t2) per contact.
+    """
+    nt = t.b1.shape[0]
+    nc = nt // block
+    nj = h.b1.shape[0] - nc
+    k = jnp.arange(nt) % block
+    box = (~pyramid) & (k < 2)                                   # (Rt,)
+
+    def keep(a, m):
+        m = m.reshape(m.shape + (1,) * (a.ndim - 1))
+        return jnp.where(m, a, jnp.zeros((), a.dtype))
+
+    def first2(a):
+        return a.reshape((nc, block) + a.shape[1:])[:, :2]
+
+    tail = core.Prepared(t.b1, t.b2, *(keep(a, ~box) for a in t[2:]))
+    boxed = [first2(keep(a, box)) if i >= 2 else first2(a) for i, a in enumerate(t)]
+    hn = [a[nj:] for a in h]
+    unit = core.Prepared(*(jnp.concatenate([n[:, None], b], axis=1) for n, b in zip(hn, boxed)))
+    hj = core.Prepared(*(a[:nj] for a in h))
+    return hj, unit, tail
+
+
 def sweeps(p, iterations: int, block: int, cone: bool, live: bool = False,
-           unroll: int = UNROLL, reorder: int = 0, **_):
+           unroll: int = UNROLL, reorder: int = 0, box_head: bool = False, seed: int = 0, **_):
     """The SOR sweeps in QuickStep's order. ``p``: a :class:`jaxode.sim.solver.batching.Problem`
     (world-minor). With ``live`` each sweep stops after the last head row and tail
     contact that is active in some world (later units are no-ops: zero Jacobian,
     rhs and bounds). ``reorder`` (static): the number of leading head rows (the
-    joint rows) shuffled before iterations 8, 16, ... (module docstring).
+    joint rows) shuffled before iterations 8, 16, ... (module docstring), drawn
+    from ODE's generator seeded with ``seed`` (static). ``box_head`` (static): the head's last ``Rt / block`` rows are the contacts'
+    normal rows, and a contact's friction rows without a friction index (the
+    box model) are solved right after its normal row, among the head rows, as
+    ODE orders them (module docstring); otherwise every tail row waits for the tail.
     Returns (lambda_head (Rh, W), lambda_tail (Rt, W), fc (B, 6, W)).
     """
+    if box_head and p.tail.b1.shape[0]:
+        return _sweeps_box(p, iterations, block, cone, live, unroll, reorder, seed)
     h, t = p.head, p.tail
     fidx, pyramid, cone_row = p.fidx, p.pyramid, p.cone_row
     nh0, nt0 = h.b1.shape[0], t.b1.shape[0]
@@ -134,7 +184,7 @@ def sweeps(p, iterations: int, block: int, cone: bool, live: bool = False,
     tail_units = Block(*(blocks(a) for a in t), blocks(pyramid[:, None]),
                        blocks(cone_row[:, None])) if nt else None
 
-    lengths, orders = permutations(iterations, min(reorder, nh0), p.step)
+    lengths, orders = permutations(iterations, min(reorder, nh0), p.step, seed)
     if orders is None:
         lengths = (iterations,)
     elif n_head is not None:
@@ -183,3 +233,110 @@ def sweeps(p, iterations: int, block: int, cone: bool, live: bool = False,
         carry = phase(carry, length, perm)
     fc, lam_h, lam_t = carry
     return lam_h[:nh0], lam_t[:nt0], fc
+
+
+def _sweeps_box(p, iterations: int, block: int, cone: bool, live: bool, unroll: int,
+                reorder: int, seed: int):
+    """:func:`sweeps` with ``box_head``: joint rows, then per contact its normal row and
+    its box-model friction rows (ODE's findex == -1 rows in their original order),
+    then the tail contacts (the rows with a friction index)."""
+    hj, cu, t = _box_split(p.head, p.tail, p.pyramid, block)
+    fidx, pyramid, cone_row = p.fidx, p.pyramid, p.cone_row
+    nj0, nc0, nt0 = hj.b1.shape[0], cu.b1.shape[0], t.b1.shape[0]
+    box = ((~pyramid) & (jnp.arange(nt0) % block < 2)).reshape(nc0, block)[:, :2]
+    if live:
+        pt = block * max(1, unroll // block)
+        hj = core.Prepared(*(_pad_rows(a, unroll) for a in hj))
+        cu = core.Prepared(*(_pad_rows(a, unroll) for a in cu))
+        t = core.Prepared(*(_pad_rows(a, pt) for a in t))
+        fidx, pyramid, cone_row = (_pad_rows(a, pt) for a in (fidx, pyramid, cone_row))
+    nj, ncu, nt = hj.b1.shape[0], cu.b1.shape[0], t.b1.shape[0]
+    w = p.fc0.shape[-1]
+    dtype = p.fc0.dtype
+    nc = nt // block
+
+    def blocks(x):
+        return x.reshape((nc, block) + x.shape[1:])
+
+    def row_live(j1, j2, rhs):
+        axes = tuple(range(j1.ndim - 2, j1.ndim))
+        return (jnp.any(j1 != 0, axis=axes) | jnp.any(j2 != 0, axis=axes)
+                | jnp.any(rhs != 0, axis=-1))
+
+    n_head = _live_count(row_live(hj.j1, hj.j2, hj.rhs)) if live and nj else None
+    n_cont = (_live_count(jnp.any(row_live(cu.j1, cu.j2, cu.rhs), axis=1)) if live else None)
+    n_tail = _live_count(jnp.any(blocks(row_live(t.j1, t.j2, t.rhs)), axis=1)) if live else None
+
+    def head_row(fc, x):
+        r, lam = x
+        return core.row_update(fc, r.b1, r.b2, r.j1, r.j2, r.imj1, r.imj2, r.rhs, r.cfm, lam,
+                               r.lo, r.hi)
+
+    def contact_unit(fc, x):
+        # normal row, then the box rows (bounds +-mu: no friction index)
+        r, lam = x
+        new = []
+        for k in range(3):
+            fc, lk = core.row_update(fc, r.b1[k], r.b2[k], r.j1[k], r.j2[k], r.imj1[k],
+                                     r.imj2[k], r.rhs[k], r.cfm[k], lam[k], r.lo[k], r.hi[k])
+            new.append(lk)
+        return fc, jnp.stack(new)
+
+    def tail_contact(fc, x):
+        u, lam, lam_n = x
+        return core.block_update(fc, u, lam, lam_n, cone)
+
+    tail_units = Block(*(blocks(a) for a in t), blocks(pyramid[:, None]),
+                       blocks(cone_row[:, None]))
+
+    lengths, orders = permutations(iterations, min(reorder, nj0), p.step, seed)
+    if orders is None:
+        lengths = (iterations,)
+    elif n_head is not None:
+        n_head_sh = jnp.where(n_head > 0, jnp.maximum(n_head, orders.shape[-1]), 0
+                              ).astype(n_head.dtype)
+
+    def phase(carry, length, perm):
+        hp, inv, nlive = hj, None, n_head
+        if perm is not None:
+            inv = jnp.zeros_like(perm).at[perm].set(jnp.arange(nj, dtype=perm.dtype))
+            hp = core.Prepared(*(jnp.take(a, perm, axis=0) for a in hj))
+            nlive = n_head_sh if n_head is not None else None
+
+        def sweep(carry, _):
+            fc, lam_h, lam_c, lam_t = carry
+            if nj:
+                fc, lam_h = _scan_units(head_row, fc, (hp, lam_h), lam_h, unroll, nlive)
+            fc, lam_c = _scan_units(contact_unit, fc, (cu, lam_c), lam_c, unroll, n_cont)
+            lam_hh = lam_h if inv is None else jnp.take(lam_h, inv, axis=0)
+            lam_full = jnp.concatenate([lam_hh[:nj0], lam_c[:nc0, 0]], axis=0)
+            lam_n = lam_full[fidx]
+            fc, lam_b = _scan_units(tail_contact, fc,
+                                    (tail_units, blocks(lam_t), blocks(lam_n)),
+                                    blocks(lam_t), max(1, unroll // block), n_tail)
+            lam_t = lam_b.reshape((nt,) + lam_b.shape[2:])
+            return (fc, lam_h, lam_c, lam_t), None
+
+        fc, lam_h, lam_c, lam_t = carry
+        if perm is not None:
+            lam_h = jnp.take(lam_h, perm, axis=0)
+        (fc, lam_h, lam_c, lam_t), _ = jax.lax.scan(sweep, (fc, lam_h, lam_c, lam_t), None,
+                                                    length=length)
+        if perm is not None:
+            lam_h = jnp.take(lam_h, inv, axis=0)
+        return fc, lam_h, lam_c, lam_t
+
+    carry = (p.fc0, jnp.zeros((nj, w), dtype), jnp.zeros((ncu, 3, w), dtype),
+             jnp.zeros((nt, w), dtype))
+    for k, length in enumerate(lengths):
+        perm = None
+        if k > 0 and orders is not None:
+            perm = jnp.concatenate([orders[k - 1],
+                                    jnp.arange(orders.shape[-1], nj, dtype=orders.dtype)])
+        carry = phase(carry, length, perm)
+    fc, lam_h, lam_c, lam_t = carry
+    lam_head = jnp.concatenate([lam_h[:nj0], lam_c[:nc0, 0]], axis=0)
+    lt = lam_t[:nt0].reshape((nc0, block, w))
+    first = jnp.where(box[..., None], lam_c[:nc0, 1:], lt[:, :2])
+    lam_tail = jnp.concatenate([first, lt[:, 2:]], axis=1).reshape((nt0, w))
+    return lam_head, lam_tail, fc
