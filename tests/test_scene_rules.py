@@ -136,6 +136,44 @@ def test_xml_whitespace_and_line_numbers():
         jaxode.load_sdf(bad)
 
 
+
+def test_xml_as_tinyxml_reads_shipped_gazebo_files():
+    # osrf's gazebo_models ship files expat refuses and Gazebo (TinyXML) loads: a comment
+    # before the declaration (mpl_right_arm), "--" inside a comment (src_doorway), an
+    # unquoted attribute (submarine). They load, with one warning naming the first error.
+    odd = ("<!-- licence -->\n<?xml version='1.0'?>\n<sdf version='1.5'><model name=m>\n"
+           "<!-- outer <!-- inner -- note -->\n<link name='l'><inertial>\n<mass>3</mass>"
+           "</inertial><collision name=c><geometry><sphere><radius>0.1</radius></sphere>"
+           "</geometry><surface><friction><ode><mu>-1</mu></ode></friction></surface>"
+           "</collision></link></model></sdf>")
+    with pytest.warns(jaxode.JaxodeFormatWarning, match=r"<string>:2: XML error.*leniently"):
+        b = jaxode.load_sdf(odd)
+    (body,) = b.bodies
+    assert body["mass"] == 3.0
+    # Gazebo's FrictionPyramid::SetMu: a negative mu means no limit (GZ_FLT_MAX)
+    assert b.geoms[0]["surface"].mu == np.inf
+    # what neither parser reads is still an error with its line
+    with pytest.raises(ValueError, match=r"<string>:2: XML error"):
+        jaxode.load_sdf("<sdf version='1.5'>\n<model name='m'><link></model></sdf>")
+
+
+def test_sdf_light_only_file_and_model_triple_slash(tmp_path):
+    # Gazebo's own model://sun is a file of one <light>: an empty world, the light warned
+    sun = "<?xml version='1.0'?><sdf version='1.5'><light type='directional' name='sun'/></sdf>"
+    with pytest.warns(jaxode.JaxodeFormatWarning, match="light"):
+        m = jaxode.load_sdf(sun).build()
+    assert m.nbody == 0
+    # model:///NAME (three slashes, as table_marble writes it) resolves like model://NAME
+    (tmp_path / "ball").mkdir()
+    (tmp_path / "ball" / "model.sdf").write_text(
+        "<sdf version='1.5'><model name='ball'><link name='l'><collision name='c'><geometry>"
+        "<sphere><radius>0.2</radius></sphere></geometry></collision></link></model></sdf>")
+    world = ("<sdf version='1.5'><world name='w'><include><uri>model:///ball</uri></include>"
+             "</world></sdf>")
+    b = jaxode.load_sdf(world, search_path=[str(tmp_path)])
+    assert len(b.bodies) == 1 and b.geoms[0]["size"][0] == 0.2
+
+
 # ------------------------------------------------------------------ URDF
 def _urdf(body: str) -> str:
     return f"\n  <?xml version='1.0'?>\n<robot name='r'>{body}</robot>\n\x00"

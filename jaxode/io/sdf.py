@@ -240,7 +240,7 @@ class _Loader:
             raise rep.error(node, "needs a <uri>")
         u = uri.text.strip()
         if u.startswith("model://"):
-            name = u[len("model://"):].split("/")[0]
+            name = u[len("model://"):].lstrip("/").split("/")[0]
             cands = [os.path.join(d, name) for d in self.search]
         elif u.startswith("file://") or os.path.isabs(u):
             cands = [u[len("file://"):] if u.startswith("file://") else u]
@@ -432,6 +432,9 @@ class _Loader:
                 for tag in ("mu", "mu2", "slip1", "slip2"):
                     if ode.find(tag) is not None:
                         kw[tag] = rep.float(ode.find(tag))
+                for tag in ("mu", "mu2"):  # Gazebo's FrictionPyramid::SetMu: mu < 0 = no limit
+                    if kw[tag] < 0:
+                        kw[tag] = math.inf
                 if ode.find("fdir1") is not None:
                     f1 = rep.floats(ode.find("fdir1"), 3)
                     if np.linalg.norm(f1) > 0:
@@ -554,7 +557,7 @@ class _Loader:
         path (``NAME/rest`` under each directory), ``file://`` or absolute
         as is, else relative to this file's folder, then the search path."""
         if u.startswith("model://"):
-            rest = u[len("model://"):]
+            rest = u[len("model://"):].lstrip("/")  # model:///NAME/... as Gazebo resolves it
             tried = [os.path.join(d, rest) for d in self.search]
         elif u.startswith("file://"):
             tried = [u[len("file://"):]]
@@ -803,8 +806,9 @@ def load_sdf(path_or_string, search_path=None) -> WorldBuilder:
         ld.skip(w, ("physics", "gravity", "model", "include", "magnetic_field", "atmosphere"))
     else:
         models = root.findall("model")
-        if not models:
+        if not models and not root.findall("light"):
             raise rep.error(root, "needs a <world> or a <model>")
+        # a file of lights only (Gazebo's model://sun): an empty world, the lights warned
         ld.world(root, False)
         for m in models:
             ld.model(m, np.eye(4), "", False)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import warnings
 import xml.parsers.expat
 from typing import Optional
@@ -78,6 +79,42 @@ def parse(source) -> tuple[Node, str]:
     body = data.lstrip()
     offset = data[:len(data) - len(body)].count(b"\n")
     data = body.rstrip(b" \t\r\n\x00")
+    try:
+        return _parse_bytes(data, name, offset), name
+    except _XMLError as strict:
+        # TinyXML (Gazebo's SDFormat, PyBullet) reads what expat refuses in shipped
+        # files: "--" inside comments, a comment before the <?xml declaration,
+        # unquoted attribute values. Read such a file the same way, with a warning.
+        try:
+            root = _parse_bytes(_lenient(data), name, offset)
+        except _XMLError:
+            raise ValueError(str(strict)) from None
+        warnings.warn(f"{strict}; read leniently as TinyXML (Gazebo's and PyBullet's XML parser) "
+                      f"reads it", JaxodeFormatWarning, stacklevel=2)
+        return root, name
+
+
+class _XMLError(ValueError):
+    pass
+
+
+_COMMENT = re.compile(rb"<!--.*?-->", re.S)
+_DECL = re.compile(rb"<\?xml[^>]*\?>")
+_TAG = re.compile(rb"<[A-Za-z_][^<>]*>")
+_UNQUOTED = re.compile(rb"(\s[A-Za-z_:][-\w:.]*)\s*=\s*([^\s\"'=<>`/][^\s\"'=<>`]*)")
+
+
+def _lenient(data: bytes) -> bytes:
+    """``data`` with comments and XML declarations blanked (their newlines
+    kept, so line numbers stay) and unquoted attribute values quoted."""
+    def blank(m):
+        return b"\n" * m.group(0).count(b"\n")
+    data = _COMMENT.sub(blank, data)
+    data = _DECL.sub(blank, data)
+    return _TAG.sub(lambda m: _UNQUOTED.sub(rb'\1="\2"', m.group(0)), data)
+
+
+def _parse_bytes(data: bytes, name: str, offset: int) -> "Node":
     parser = xml.parsers.expat.ParserCreate()
     stack: list[Node] = []
     root: list[Node] = []
@@ -107,9 +144,9 @@ def parse(source) -> tuple[Node, str]:
         parser.Parse(data, True)
     except xml.parsers.expat.ExpatError as e:
         where = f" in <{stack[-1].tag}> (opened at line {stack[-1].line})" if stack else ""
-        raise ValueError(f"{name}:{e.lineno + offset}: XML error{where}: "
-                         f"{xml.parsers.expat.ErrorString(e.code)}") from None
-    return root[0], name
+        raise _XMLError(f"{name}:{e.lineno + offset}: XML error{where}: "
+                        f"{xml.parsers.expat.ErrorString(e.code)}") from None
+    return root[0]
 
 
 class Reporter:
