@@ -13,7 +13,8 @@ mass = 0.7 kg (+100 %, +50 %, -30 %).
 From that guess the box sticks almost everywhere (friction limit above the
 push), where d(trajectory)/d mu is exactly 0: plain gradients (Adam) stall.
 The recipe (docs/GRADIENTS.md): parameters in log space (one step size for
-all three, positivity for free), the loss on positions (mm^2), and the
+all three, positivity for free) with mu mass (the friction force scale the
+sliding phases fix first) in place of mu, the loss on positions (mm^2), and the
 gradient of the smoothed loss E[loss(theta + sigma eps)] (jaxode.tools.smooth,
 first-order: the average of exact gradients over a batch of perturbed
 worlds, all stepped at once), with sigma annealed from 0.1 (10 % on each
@@ -89,17 +90,36 @@ def simulate(model: jaxode.Model, theta) -> jax.Array:
 
 
 def recording(model: jaxode.Model, seed: int = 0) -> jax.Array:
-    clean = simulate(model, jnp.asarray(TRUE, jnp.float32))
+    clean = simulate(model, jnp.asarray(TRUE, model.params.body_mass.dtype))
     noise = NOISE * jax.random.normal(jax.random.key(seed), clean.shape, clean.dtype)
     return clean + noise
 
 
-def loss_fn(model: jaxode.Model, target: jax.Array):
-    """loss(log_theta): mean squared position error [mm^2] (1 for a perfect fit:
-    the noise's variance)."""
-    def loss(log_theta):
-        err = simulate(model, jnp.exp(log_theta)) - target
-        return 1e6 * jnp.mean(err * err)
+def to_phi(theta):
+    """The optimised coordinates: phi = (log(mu mass), log erp, log mass).
+
+    Log space gives one step size for all and keeps them positive; mu mass
+    (the friction force limit over g, what the sliding phases determine first)
+    in place of mu aligns the loss's long valley (mu mass = const) with an axis,
+    which Adam's per-coordinate scaling then handles."""
+    mu, erp, mass = theta[0], theta[1], theta[2]
+    return jnp.log(jnp.stack([mu * mass, erp, mass]))
+
+
+def from_phi(phi):
+    """(mu, erp, mass) from :func:`to_phi`'s coordinates."""
+    return jnp.stack([jnp.exp(phi[0] - phi[2]), jnp.exp(phi[1]), jnp.exp(phi[2])])
+
+
+def loss_fn(model: jaxode.Model, target: jax.Array, log_loss: bool = False):
+    """loss(phi): mean squared position error [mm^2] (about 1 for a perfect fit:
+    the noise's variance); log_loss: its logarithm (gradients relative to the
+    loss: Adam's running scale, set by the huge early gradients, does not
+    freeze the late, small ones)."""
+    def loss(phi):
+        err = simulate(model, from_phi(phi)) - target
+        mse = 1e6 * jnp.mean(err * err)
+        return jnp.log(mse) if log_loss else mse
     return loss
 
 
@@ -112,17 +132,18 @@ def sigma_schedule(it: int, iterations: int, start: float = 0.1, end: float = 0.
 
 def fit(model, target, iterations: int = 200, samples: int = 16, lr: float = 0.05,
         sigma0: float = 0.1, sigma1: float = 0.005, plain: bool = False, log_every: int = 20,
-        log=print, seed: int = 1):
-    """Adam in log space (step size lr, cosine-decayed to lr / 10) on the smoothed
+        log=print, seed: int = 1, log_loss: bool = False):
+    """Adam in :func:`to_phi`'s coordinates (step size lr, cosine-decayed to lr / 10) on the smoothed
     gradient, sigma annealed from sigma0 to sigma1 (plain=True: on the exact
     gradient). Returns (theta, losses)."""
-    loss = loss_fn(model, target)
+    loss = loss_fn(model, target, log_loss)
     if plain:
         step_grad = jax.jit(jax.value_and_grad(loss))
     else:
         est = jax.jit(lambda th, key, sig: smooth(loss, sig, samples, method="first")(th, key))
     opt = optax.adam(optax.cosine_decay_schedule(lr, iterations, alpha=0.1))
-    th = jnp.log(jnp.asarray(GUESS, jnp.float32))
+    dtype = model.params.body_mass.dtype
+    th = to_phi(jnp.asarray(GUESS, dtype))
     state = opt.init(th)
     key = jax.random.key(seed)
     losses = []
@@ -132,16 +153,16 @@ def fit(model, target, iterations: int = 200, samples: int = 16, lr: float = 0.0
             value, g = step_grad(th)
         else:
             key, sub = jax.random.split(key)
-            r = est(th, sub, jnp.float32(sigma_schedule(it, iterations, sigma0, sigma1)))
+            r = est(th, sub, jnp.asarray(sigma_schedule(it, iterations, sigma0, sigma1), dtype))
             value, g = r.value, r.grad
         upd, state = opt.update(g, state, th)
         th = optax.apply_updates(th, upd)
         losses.append(float(value))
         if log is not None and (it % log_every == 0 or it == iterations - 1):
-            v = np.exp(np.asarray(th))
-            log(f"  iter {it:4d}  loss {float(value):9.3f} mm^2  mu {v[0]:.4f}  erp {v[1]:.4f}  "
+            v = np.asarray(from_phi(th))
+            log(f"  iter {it:4d}  loss {float(value):9.3f}  mu {v[0]:.4f}  erp {v[1]:.4f}  "
                 f"mass {v[2]:.4f}  ({time.perf_counter() - t0:.0f} s)")
-    return np.exp(np.asarray(th)), np.asarray(losses)
+    return np.asarray(from_phi(th)), np.asarray(losses)
 
 
 def main() -> None:
@@ -149,15 +170,17 @@ def main() -> None:
     ap.add_argument("--iterations", type=int, default=200)
     ap.add_argument("--samples", type=int, default=16)
     ap.add_argument("--plain", action="store_true", help="exact gradients (no smoothing)")
+    ap.add_argument("--log-loss", action="store_true", help="optimise log(mean squared error)")
     args = ap.parse_args()
     model = build_scene()
     target = recording(model)
     print(f"true mu, erp, mass {TRUE}; start {GUESS}; "
           f"{'plain gradients' if args.plain else f'smoothed, {args.samples} worlds'}")
-    theta, losses = fit(model, target, args.iterations, args.samples, plain=args.plain)
+    theta, losses = fit(model, target, args.iterations, args.samples, plain=args.plain,
+                        log_loss=args.log_loss)
     err = 100 * (theta / np.asarray(TRUE) - 1)
     print("recovered mu %.4f (%+.1f %%), erp %.4f (%+.1f %%), mass %.4f (%+.1f %%); "
-          "loss %.2f -> %.3f mm^2" % (theta[0], err[0], theta[1], err[1], theta[2], err[2],
+          "loss %.3f -> %.3f" % (theta[0], err[0], theta[1], err[1], theta[2], err[2],
                                       losses[0], losses[-1]))
 
 

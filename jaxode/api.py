@@ -225,7 +225,7 @@ def _rollout_one(model: Model, state: State, params: Params, dt, n_steps: int,
     # runs back; the forward values are the same steps in the same order.
     k = checkpoint_every
     nblock, rest = divmod(n_steps, k)
-    block = jax.checkpoint(lambda s, _: jax.lax.scan(body, s, None, length=k), prevent_cse=False)
+    block = jax.checkpoint(lambda s, _: jax.lax.scan(body, s, None, length=k))
     state, traj = jax.lax.scan(block, state, None, length=nblock)
     traj = jax.tree.map(lambda x: x.reshape((nblock * k,) + x.shape[2:]), traj)
     if rest:

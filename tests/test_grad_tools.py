@@ -9,8 +9,9 @@ s = sigma |w|, so its gradient is Phi(u/s) w; for the step 1[w.x > c] it is
 phi(u/s)/s w (where every pathwise gradient is 0: the first-order estimator's
 bias at a jump); for a quadratic it is the quadratic's own gradient.
 
-Default tier: one tiny scene (a sphere dropped on a plane, 7 steps) and
-closed-form functions. The walker and system-identification targets of
+Default tier: one tiny scene (a free tumbling box, 7 steps) and closed-form
+functions; the contact scene (a ball bouncing on a plane) and the
+checkpointed gradient are extended. The walker and system-identification targets of
 docs/GRADIENTS.md are ``extended`` tests.
 """
 from __future__ import annotations
@@ -39,17 +40,40 @@ def ball():
     return model, jaxode.init(model)
 
 
+@pytest.fixture(scope="module")
+def tumbler():
+    """A free asymmetric box tumbling under gravity (no geoms: the cheapest compile)."""
+    b = jaxode.WorldBuilder(gravity=(0.0, 0.0, -9.81))
+    b.add_body(pos=(0.0, 0.0, 1.0), vel=(0.3, 0.0, 1.0), angvel=(0.5, 3.0, 0.2),
+               mass=jaxode.mass.box(size=(0.1, 0.2, 0.4), total=1.0))
+    model = b.build()
+    return model, jaxode.init(model)
+
+
 N_STEPS, EVERY = 7, 3  # two checkpointed blocks of 3 and a remainder of 1
 
 
-def test_checkpointed_rollout_is_bitwise_the_plain_one(ball):
-    model, s0 = ball
+def _assert_bitwise(model, s0):
     plain = jaxode.rollout(model, s0, N_STEPS, 0.01)
     ckpt = jaxode.rollout(model, s0, N_STEPS, 0.01, checkpoint_every=EVERY)
-    assert int(jnp.max(plain[1].ncontact)) > 0  # the ball lands (and bounces) within it
-    assert plain[1].pos.shape == ckpt[1].pos.shape == (N_STEPS, 1, 3)
+    assert plain[1].pos.shape == ckpt[1].pos.shape == (N_STEPS, model.nbody, 3)
     for a, b in zip(jax.tree.leaves(plain), jax.tree.leaves(ckpt)):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    return plain
+
+
+def test_checkpointed_rollout_is_bitwise_the_plain_one(tumbler):
+    plain = _assert_bitwise(*tumbler)
+    # and it is a rollout: the centre of mass follows the free-fall parabola
+    t = 0.01 * np.arange(1, N_STEPS + 1)
+    np.testing.assert_allclose(np.asarray(plain[1].pos[:, 0, 2]), 1.0 + t - 0.5 * 9.81 * t * (t + 0.01),
+                               atol=1e-5)
+
+
+@pytest.mark.extended  # the contact scene's two compiles: ~1 min on a loaded 2-core machine
+def test_checkpointed_rollout_is_bitwise_the_plain_one_with_contacts(ball):
+    plain = _assert_bitwise(*ball)
+    assert int(jnp.max(plain[1].ncontact)) > 0  # the ball lands (and bounces) within it
 
 
 @pytest.mark.extended  # two reverse-mode compiles: ~1-2 min on a loaded 2-core machine
