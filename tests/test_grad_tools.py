@@ -195,8 +195,8 @@ def test_smooth_bad_arguments(kw, match):
     args = dict(sigma=0.1, num_samples=8)
     args.update(kw)
     sigma, n = args.pop("sigma"), args.pop("num_samples")
-    with pytest.raises(ValueError, match=match):
-        smooth(relu, sigma, n, **args)(X, jax.random.key(0))
+    with pytest.raises(ValueError, match=match):  # at construction, before any tracing
+        smooth(relu, sigma, n, **args)
 
 
 def test_chunked_evaluation_is_the_same_estimate():

@@ -66,6 +66,7 @@ from typing import Any, Callable, Optional
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.flatten_util import ravel_pytree
 
 from jaxode._struct import pytree_dataclass, static_field
@@ -94,7 +95,8 @@ class SmoothedGradient:
     method: str = static_field(default="first")
 
 
-def _check(sigma_flat, num_samples, method, antithetic, control_variate, chunk):
+def _check(sigma, num_samples, method, antithetic, control_variate, chunk):
+    """ValueError naming the argument, what it must be and the value received."""
     if method not in METHODS:
         raise ValueError(f"smooth: method must be one of {METHODS} (got {method!r})")
     if control_variate not in CONTROL_VARIATES:
@@ -109,11 +111,14 @@ def _check(sigma_flat, num_samples, method, antithetic, control_variate, chunk):
     if chunk is not None and (isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1):
         raise ValueError(f"smooth: chunk must be None or an integer >= 1 samples per batch "
                          f"(got {chunk!r})")
-    if not isinstance(sigma_flat, jax.core.Tracer):
-        bad = ~(jnp.isfinite(sigma_flat) & (sigma_flat > 0))
-        if bool(jnp.any(bad)):
+    for leaf in jax.tree.leaves(sigma):
+        if isinstance(leaf, jax.core.Tracer):
+            continue  # a traced sigma (e.g. an annealing schedule) is the caller's to keep > 0
+        v = np.asarray(leaf, dtype=float)
+        bad = ~(np.isfinite(v) & (v > 0))
+        if np.any(bad):
             raise ValueError(f"smooth: sigma must be finite and > 0 for every input (in the "
-                             f"units of x) (got {sigma_flat[bad][:4]} among its values)")
+                             f"units of x) (got {v[bad][:4]} among its values)")
 
 
 def smooth(fun: Callable, sigma, num_samples: int = 32, *, method: str = "first",
@@ -136,8 +141,7 @@ def smooth(fun: Callable, sigma, num_samples: int = 32, *, method: str = "first"
     The returned function is traceable (jit it; vmap it over keys for
     repeated estimates).
     """
-    if method not in METHODS:
-        raise ValueError(f"smooth: method must be one of {METHODS} (got {method!r})")
+    _check(sigma, num_samples, method, antithetic, control_variate, chunk)
 
     def estimate(x, key) -> SmoothedGradient:
         flat, unravel = ravel_pytree(x)
@@ -148,7 +152,6 @@ def smooth(fun: Callable, sigma, num_samples: int = 32, *, method: str = "first"
                            sigma if jax.tree.structure(sigma) == jax.tree.structure(x)
                            else jax.tree.map(lambda _: sigma, x), x)
         sig_flat, _ = ravel_pytree(sig)
-        _check(sig_flat, num_samples, method, antithetic, control_variate, chunk)
         d = flat.shape[0]
         f = lambda v: fun(unravel(v))
         n = num_samples // 2 if antithetic else num_samples
