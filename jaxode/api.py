@@ -210,7 +210,8 @@ def step(model: Model, state: State, dt, params: Optional[Params] = None) -> Sta
         return _step(model, state, p, dt)
 
 
-def _rollout_one(model: Model, state: State, params: Params, dt, n_steps: int):
+def _rollout_one(model: Model, state: State, params: Params, dt, n_steps: int,
+                 checkpoint_every: Optional[int] = None):
     state = _guard_inputs(state, params, dt)
 
     def body(s, _):
@@ -218,30 +219,62 @@ def _rollout_one(model: Model, state: State, params: Params, dt, n_steps: int):
         depth = jnp.max(jnp.where(s.contacts.valid, s.contacts.depth, 0.0), initial=0.0)
         return s, Trajectory(pos=s.pos, quat=s.quat, vel=s.vel, angvel=s.angvel,
                              time=s.time, ncontact=s.ncontact, max_depth=depth)
-    return jax.lax.scan(body, state, None, length=n_steps)
+    if checkpoint_every is None or checkpoint_every >= n_steps:
+        return jax.lax.scan(body, state, None, length=n_steps)
+    # Checkpointed: an outer scan over blocks of k steps, each block a jax.checkpoint
+    # of an inner scan. Reverse mode keeps only the state at the start of each block
+    # (n_steps / k of them) and recomputes one block's k steps at a time while it
+    # runs back; the forward values are the same steps in the same order.
+    k = checkpoint_every
+    nblock, rest = divmod(n_steps, k)
+    block = jax.checkpoint(lambda s, _: jax.lax.scan(body, s, None, length=k))
+    state, traj = jax.lax.scan(block, state, None, length=nblock)
+    traj = jax.tree.map(lambda x: x.reshape((nblock * k,) + x.shape[2:]), traj)
+    if rest:
+        state, tail = jax.lax.scan(body, state, None, length=rest)
+        traj = jax.tree.map(lambda a, b: jnp.concatenate([a, b]), traj, tail)
+    return state, traj
 
 
-@functools.partial(jax.jit, static_argnames=("n_steps",))
-def _rollout(model: Model, state: State, params: Params, dt, n_steps: int):
-    return as_batch_member(functools.partial(_rollout_one, n_steps=n_steps), model, state, params,
-                           jnp.asarray(dt))
+@functools.partial(jax.jit, static_argnames=("n_steps", "checkpoint_every"))
+def _rollout(model: Model, state: State, params: Params, dt, n_steps: int,
+             checkpoint_every: Optional[int] = None):
+    return as_batch_member(functools.partial(_rollout_one, n_steps=n_steps,
+                                             checkpoint_every=checkpoint_every),
+                           model, state, params, jnp.asarray(dt))
 
 
-def rollout(model: Model, state: State, n_steps: int, dt, params: Optional[Params] = None
-            ) -> tuple[State, Trajectory]:
+def rollout(model: Model, state: State, n_steps: int, dt, params: Optional[Params] = None,
+            checkpoint_every: Optional[int] = None) -> tuple[State, Trajectory]:
     """``n_steps`` steps of ``dt`` [s] under ``lax.scan``; returns (final state, trajectory).
 
     The trajectory records the state after each step: ``traj.pos`` is
     (n_steps, nbody, 3). ``n_steps`` is static (one compile per value).
     Inputs are checked as in :func:`step` (a world flagged at the start stays
     frozen for the whole rollout).
+
+    ``checkpoint_every`` (int k >= 1, static; None: off) is for reverse-mode
+    derivatives of long rollouts: the steps run as blocks of k under
+    ``jax.checkpoint`` (a remainder of ``n_steps % k`` steps runs after them),
+    so ``jax.grad`` stores the state at each block's start and recomputes a
+    block's steps on the way back: memory ~ (n_steps / k) states + k steps'
+    residuals instead of n_steps steps' residuals (k ~ sqrt(n_steps) is
+    smallest), for about one more forward pass of compute. The forward values
+    (final state and trajectory) are bitwise those without it. See
+    docs/GRADIENTS.md.
     """
     if isinstance(n_steps, bool) or not isinstance(n_steps, int) or n_steps < 1:
         raise ValueError(f"n_steps must be an integer >= 1 (got {n_steps!r})")
+    if checkpoint_every is not None and (isinstance(checkpoint_every, bool)
+                                         or not isinstance(checkpoint_every, int)
+                                         or checkpoint_every < 1):
+        raise ValueError(f"checkpoint_every must be None (off) or an integer >= 1 steps per "
+                         f"checkpointed block (got {checkpoint_every!r})")
     p = _check_inputs(model, state, params, dt)
     with compile_notice.notice(f"rollout ({_scene_text(model)}, {n_steps} steps)",
                                enabled=_concrete(state)):
-        return _rollout(model, state, p, dt, n_steps=n_steps)
+        return _rollout(model, state, p, dt, n_steps=n_steps,
+                        checkpoint_every=checkpoint_every)
 
 
 def _scene_text(model: Model) -> str:

@@ -27,7 +27,9 @@ RUNS = {
 }
 # scripts whose code already runs in a test
 ELSEWHERE = {"system_identification.py": "notebooks/03 fits with its functions (tests/test_notebooks.py)",
-             "walker.py": "walker_terrain.py runs its gait, controller, randomisation and rollout"}
+             "walker.py": "walker_terrain.py runs its gait, controller, randomisation and rollout",
+             "smoothed_gradients.py": "tests/test_grad_targets.py (extended) runs its reports",
+             "smoothed_sysid.py": "tests/test_grad_targets.py (extended) fits with its functions"}
 
 
 def test_every_example_is_run_somewhere():
