@@ -20,12 +20,10 @@ is not set already:
   vectors stay; the measured cost is within this VM's run-to-run noise
   (bench/RESULTS.md).
 
-- ``--xla_cpu_use_fusion_emitters=false`` (jaxlib below 0.11 only, where the
-  older CPU code generator still exists): XLA compiles a step in about 60 %
-  of the time (boxes, one world: 8.5 -> 4.8 CPU-s; 1024 worlds: 12.7 -> 7.7)
-  for the same run time (CPU time per step within 5 %, bench/RESULTS.md).
-  jaxlib 0.11 removed the switch (an unknown flag there is fatal), so it is
-  not set there.
+Not set: ``--xla_cpu_use_fusion_emitters=false`` (jaxlib below 0.11) compiles
+a step in about 60 % of the time but runs ``chain`` at 1024 worlds 42 % slower
+(33,500 against 58,000 world-steps/s, measured 2026-11-24); the test suite
+uses it (tests/fast_compile.py), where compile time is what counts.
 
 Set ``JAXODE_XLA_DEFAULTS=0`` to leave ``XLA_FLAGS`` alone. If JAX started
 before jaxode was imported, nothing is changed: :func:`status` says what is in
@@ -41,21 +39,6 @@ import platform
 DEVICE_COUNT_FLAG = "--xla_force_host_platform_device_count"
 MAX_ISA_FLAG = "--xla_cpu_max_isa"
 NO_FMA_ISA = "AVX"
-
-EMITTERS_FLAG = "--xla_cpu_use_fusion_emitters"
-
-
-def _old_emitters_available() -> bool:
-    """jaxlib below 0.11 still has XLA's older CPU code generator (read from the
-    package metadata: importing jaxlib here would start nothing, but is not needed)."""
-    import importlib.metadata
-    import re
-    try:
-        m = re.match(r"(\d+)\.(\d+)", importlib.metadata.version("jaxlib"))
-    except importlib.metadata.PackageNotFoundError:
-        return False
-    return bool(m) and (int(m.group(1)), int(m.group(2))) < (0, 11)
-
 
 # What configure() did: flags added, or why none were.
 _applied: dict = {"flags": [], "reason": "not run"}
@@ -88,8 +71,6 @@ def configure() -> list[str]:
         added.append(f"{DEVICE_COUNT_FLAG}={os.cpu_count() or 1}")
     if _x86() and MAX_ISA_FLAG not in current:
         added.append(f"{MAX_ISA_FLAG}={NO_FMA_ISA}")
-    if EMITTERS_FLAG not in current and _old_emitters_available():
-        added.append(f"{EMITTERS_FLAG}=false")
     if added:
         os.environ["XLA_FLAGS"] = " ".join([current] + added).strip()
     _applied.update(flags=added, reason="set at import" if added else "already in XLA_FLAGS")
