@@ -28,8 +28,22 @@ from tools.conformance import harness  # noqa: E402
 # The module fixture runs every scene in libode and in jaxode (f64 and f32) once:
 # several minutes on 2 cores, counted against the first test's timeout.
 pytestmark = pytest.mark.timeout(2400)
-from tools.conformance.scenes import (BATCH_SCENES, KNOWN_DISAGREEMENTS,  # noqa: E402
-                                       KNOWN_DISAGREEMENTS_F32, SCENES)
+from tools.conformance.scenes import (BATCH_SCENES as ALL_BATCH_SCENES,  # noqa: E402
+                                       KNOWN_DISAGREEMENTS, KNOWN_DISAGREEMENTS_F32,
+                                       SCENES as ALL_SCENES)
+
+# Two halves, two files, so that pytest-xdist (--dist loadfile) runs their module
+# fixtures on different workers: the joint scenes are in test_conformance_joints.py,
+# which sets JOINTS = True before importing this module's tests.
+JOINTS = globals().get("JOINTS", False)  # True when run by test_conformance_joints.py
+
+
+def _is_joint(name: str) -> bool:
+    return name.startswith(("joint", "batch_joint"))
+
+
+SCENES = [s for s in ALL_SCENES if _is_joint(s.name) == JOINTS]
+BATCH_SCENES = [b for b in ALL_BATCH_SCENES if _is_joint(b.name) == JOINTS]
 
 _NAMES = [s.name for s in SCENES] + [harness.batch_world_name(b, w)
                                      for b in BATCH_SCENES for w in b.worlds]
@@ -51,12 +65,12 @@ def _params(precision: str, names=_NAMES):
 @pytest.fixture(scope="module")
 def results():
     """float64 on every scene, float32 on the worlds of the vmapped calls."""
-    return {r.name: r for r in harness.run_all(f32_singles=False)}
+    return {r.name: r for r in harness.run_all(SCENES, BATCH_SCENES, f32_singles=False)}
 
 
 @pytest.fixture(scope="module")
 def results_all_f32():
-    return {r.name: r for r in harness.run_all()}
+    return {r.name: r for r in harness.run_all(SCENES, BATCH_SCENES)}
 
 
 def _msg(r, prec):
@@ -97,14 +111,16 @@ def test_metric_bound_covers_ode_seed_spread(results, name):
 
 
 def test_scene_list_is_complete_and_documented():
-    names = [s.name for s in SCENES]
-    assert len(SCENES) >= 20 and len(set(names)) == len(names)
-    for s in SCENES:
+    names = [s.name for s in ALL_SCENES]
+    assert len(ALL_SCENES) >= 20 and len(set(names)) == len(names)
+    for s in ALL_SCENES:
         assert s.tol.check in ("trajectory", "metric")
         assert s.tol.f64_why and s.tol.f32_why and s.description
         if s.tol.check == "trajectory":
             assert s.tol.f64 <= 1e-9, f"{s.name}: order-independent scenes must agree to 1e-9"
-    assert set(KNOWN_DISAGREEMENTS) | set(KNOWN_DISAGREEMENTS_F32) <= set(_NAMES)
+    every = [s.name for s in ALL_SCENES] + [harness.batch_world_name(b, w)
+                                            for b in ALL_BATCH_SCENES for w in b.worlds]
+    assert set(KNOWN_DISAGREEMENTS) | set(KNOWN_DISAGREEMENTS_F32) <= set(every)
 
 
 def test_batch_worlds_run_in_one_vmapped_call():
