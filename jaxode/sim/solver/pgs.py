@@ -143,17 +143,27 @@ def sweeps(p, iterations: int, block: int, cone: bool, live: bool = False,
     normal rows, and a contact's friction rows without a friction index (the
     box model) are solved right after its normal row, among the head rows, as
     ODE orders them (module docstring); otherwise every tail row waits for the tail.
+
+    A sweep is up to three loops: the head rows (with ``box_head`` only the joint
+    rows), the contact units of ``box_head`` (normal row + box rows,
+    :func:`_box_split`), then the tail contacts' friction blocks.
     Returns (lambda_head (Rh, W), lambda_tail (Rt, W), fc (B, 6, W)).
     """
-    if box_head and p.tail.b1.shape[0]:
-        return _sweeps_box(p, iterations, block, cone, live, unroll, reorder, seed)
     h, t = p.head, p.tail
     fidx, pyramid, cone_row = p.fidx, p.pyramid, p.cone_row
-    nh0, nt0 = h.b1.shape[0], t.b1.shape[0]
+    nt0 = t.b1.shape[0]
+    cu = None
+    if box_head and nt0:
+        h, cu, t = _box_split(h, t, pyramid, block)
+        nc0 = cu.b1.shape[0]
+        box = ((~pyramid) & (jnp.arange(nt0) % block < 2)).reshape(nc0, block)[:, :2]
+    nh0 = h.b1.shape[0]
     if live:
         # Whole loop trips with dynamic trip counts: pad once with no-op units.
-        ph, pt = unroll, block * max(1, unroll // block)
-        h = core.Prepared(*(_pad_rows(a, ph) for a in h))
+        pt = block * max(1, unroll // block)
+        h = core.Prepared(*(_pad_rows(a, unroll) for a in h))
+        if cu is not None:
+            cu = core.Prepared(*(_pad_rows(a, unroll) for a in cu))
         t = core.Prepared(*(_pad_rows(a, pt) for a in t))
         fidx, pyramid, cone_row = (_pad_rows(a, pt) for a in (fidx, pyramid, cone_row))
     nh, nt = h.b1.shape[0], t.b1.shape[0]
@@ -165,10 +175,13 @@ def sweeps(p, iterations: int, block: int, cone: bool, live: bool = False,
         return x.reshape((nc, block) + x.shape[1:])
 
     def row_live(j1, j2, rhs):
-        return (jnp.any(j1 != 0, axis=(1, 2)) | jnp.any(j2 != 0, axis=(1, 2))
-                | jnp.any(rhs != 0, axis=1))
+        axes = tuple(range(j1.ndim - 2, j1.ndim))
+        return (jnp.any(j1 != 0, axis=axes) | jnp.any(j2 != 0, axis=axes)
+                | jnp.any(rhs != 0, axis=-1))
 
     n_head = _live_count(row_live(h.j1, h.j2, h.rhs)) if live and nh else None
+    n_cont = (_live_count(jnp.any(row_live(cu.j1, cu.j2, cu.rhs), axis=1))
+              if live and cu is not None else None)
     n_tail = (_live_count(jnp.any(blocks(row_live(t.j1, t.j2, t.rhs)), axis=1))
               if live and nt else None)
 
@@ -176,6 +189,16 @@ def sweeps(p, iterations: int, block: int, cone: bool, live: bool = False,
         r, lam = x
         return core.row_update(fc, r.b1, r.b2, r.j1, r.j2, r.imj1, r.imj2, r.rhs, r.cfm, lam,
                                r.lo, r.hi)
+
+    def contact_unit(fc, x):
+        # normal row, then the box rows (bounds +-mu: no friction index)
+        r, lam = x
+        new = []
+        for k in range(3):
+            fc, lk = core.row_update(fc, r.b1[k], r.b2[k], r.j1[k], r.j2[k], r.imj1[k],
+                                     r.imj2[k], r.rhs[k], r.cfm[k], lam[k], r.lo[k], r.hi[k])
+            new.append(lk)
+        return fc, jnp.stack(new)
 
     def tail_contact(fc, x):
         u, lam, lam_n = x
@@ -204,117 +227,20 @@ def sweeps(p, iterations: int, block: int, cone: bool, live: bool = False,
             nlive = n_head_sh if n_head is not None else None
 
         def sweep(carry, _):
-            fc, lam_h, lam_t = carry
+            fc, lam_h, lam_c, lam_t = carry
             if nh:
                 fc, lam_h = _scan_units(head_row, fc, (hp, lam_h), lam_h, unroll, nlive)
+            if cu is not None:
+                fc, lam_c = _scan_units(contact_unit, fc, (cu, lam_c), lam_c, unroll, n_cont)
             if nt:
                 lam_hh = lam_h if inv is None else jnp.take(lam_h, inv, axis=0)
-                lam_n = lam_hh[fidx] if nh else jnp.zeros((nt, w), dtype)
+                if cu is not None:  # the normals' lambdas sit in the contact units
+                    lam_hh = jnp.concatenate([lam_hh[:nh0], lam_c[:nc0, 0]], axis=0)
+                lam_n = lam_hh[fidx] if lam_hh.shape[0] else jnp.zeros((nt, w), dtype)
                 fc, lam_b = _scan_units(tail_contact, fc,
                                         (tail_units, blocks(lam_t), blocks(lam_n)),
                                         blocks(lam_t), max(1, unroll // block), n_tail)
                 lam_t = lam_b.reshape((nt,) + lam_b.shape[2:])
-            return (fc, lam_h, lam_t), None
-
-        fc, lam_h, lam_t = carry
-        if perm is not None:
-            lam_h = jnp.take(lam_h, perm, axis=0)
-        (fc, lam_h, lam_t), _ = jax.lax.scan(sweep, (fc, lam_h, lam_t), None, length=length)
-        if perm is not None:
-            lam_h = jnp.take(lam_h, inv, axis=0)
-        return fc, lam_h, lam_t
-
-    carry = (p.fc0, jnp.zeros((nh, w), dtype), jnp.zeros((nt, w), dtype))
-    for k, length in enumerate(lengths):
-        perm = None
-        if k > 0 and orders is not None:
-            perm = jnp.concatenate([orders[k - 1],
-                                    jnp.arange(orders.shape[-1], nh, dtype=orders.dtype)])
-        carry = phase(carry, length, perm)
-    fc, lam_h, lam_t = carry
-    return lam_h[:nh0], lam_t[:nt0], fc
-
-
-def _sweeps_box(p, iterations: int, block: int, cone: bool, live: bool, unroll: int,
-                reorder: int, seed: int):
-    """:func:`sweeps` with ``box_head``: joint rows, then per contact its normal row and
-    its box-model friction rows (ODE's findex == -1 rows in their original order),
-    then the tail contacts (the rows with a friction index)."""
-    hj, cu, t = _box_split(p.head, p.tail, p.pyramid, block)
-    fidx, pyramid, cone_row = p.fidx, p.pyramid, p.cone_row
-    nj0, nc0, nt0 = hj.b1.shape[0], cu.b1.shape[0], t.b1.shape[0]
-    box = ((~pyramid) & (jnp.arange(nt0) % block < 2)).reshape(nc0, block)[:, :2]
-    if live:
-        pt = block * max(1, unroll // block)
-        hj = core.Prepared(*(_pad_rows(a, unroll) for a in hj))
-        cu = core.Prepared(*(_pad_rows(a, unroll) for a in cu))
-        t = core.Prepared(*(_pad_rows(a, pt) for a in t))
-        fidx, pyramid, cone_row = (_pad_rows(a, pt) for a in (fidx, pyramid, cone_row))
-    nj, ncu, nt = hj.b1.shape[0], cu.b1.shape[0], t.b1.shape[0]
-    w = p.fc0.shape[-1]
-    dtype = p.fc0.dtype
-    nc = nt // block
-
-    def blocks(x):
-        return x.reshape((nc, block) + x.shape[1:])
-
-    def row_live(j1, j2, rhs):
-        axes = tuple(range(j1.ndim - 2, j1.ndim))
-        return (jnp.any(j1 != 0, axis=axes) | jnp.any(j2 != 0, axis=axes)
-                | jnp.any(rhs != 0, axis=-1))
-
-    n_head = _live_count(row_live(hj.j1, hj.j2, hj.rhs)) if live and nj else None
-    n_cont = (_live_count(jnp.any(row_live(cu.j1, cu.j2, cu.rhs), axis=1)) if live else None)
-    n_tail = _live_count(jnp.any(blocks(row_live(t.j1, t.j2, t.rhs)), axis=1)) if live else None
-
-    def head_row(fc, x):
-        r, lam = x
-        return core.row_update(fc, r.b1, r.b2, r.j1, r.j2, r.imj1, r.imj2, r.rhs, r.cfm, lam,
-                               r.lo, r.hi)
-
-    def contact_unit(fc, x):
-        # normal row, then the box rows (bounds +-mu: no friction index)
-        r, lam = x
-        new = []
-        for k in range(3):
-            fc, lk = core.row_update(fc, r.b1[k], r.b2[k], r.j1[k], r.j2[k], r.imj1[k],
-                                     r.imj2[k], r.rhs[k], r.cfm[k], lam[k], r.lo[k], r.hi[k])
-            new.append(lk)
-        return fc, jnp.stack(new)
-
-    def tail_contact(fc, x):
-        u, lam, lam_n = x
-        return core.block_update(fc, u, lam, lam_n, cone)
-
-    tail_units = Block(*(blocks(a) for a in t), blocks(pyramid[:, None]),
-                       blocks(cone_row[:, None]))
-
-    lengths, orders = permutations(iterations, min(reorder, nj0), p.step, seed)
-    if orders is None:
-        lengths = (iterations,)
-    elif n_head is not None:
-        n_head_sh = jnp.where(n_head > 0, jnp.maximum(n_head, orders.shape[-1]), 0
-                              ).astype(n_head.dtype)
-
-    def phase(carry, length, perm):
-        hp, inv, nlive = hj, None, n_head
-        if perm is not None:
-            inv = jnp.zeros_like(perm).at[perm].set(jnp.arange(nj, dtype=perm.dtype))
-            hp = core.Prepared(*(jnp.take(a, perm, axis=0) for a in hj))
-            nlive = n_head_sh if n_head is not None else None
-
-        def sweep(carry, _):
-            fc, lam_h, lam_c, lam_t = carry
-            if nj:
-                fc, lam_h = _scan_units(head_row, fc, (hp, lam_h), lam_h, unroll, nlive)
-            fc, lam_c = _scan_units(contact_unit, fc, (cu, lam_c), lam_c, unroll, n_cont)
-            lam_hh = lam_h if inv is None else jnp.take(lam_h, inv, axis=0)
-            lam_full = jnp.concatenate([lam_hh[:nj0], lam_c[:nc0, 0]], axis=0)
-            lam_n = lam_full[fidx]
-            fc, lam_b = _scan_units(tail_contact, fc,
-                                    (tail_units, blocks(lam_t), blocks(lam_n)),
-                                    blocks(lam_t), max(1, unroll // block), n_tail)
-            lam_t = lam_b.reshape((nt,) + lam_b.shape[2:])
             return (fc, lam_h, lam_c, lam_t), None
 
         fc, lam_h, lam_c, lam_t = carry
@@ -326,16 +252,18 @@ def _sweeps_box(p, iterations: int, block: int, cone: bool, live: bool, unroll: 
             lam_h = jnp.take(lam_h, inv, axis=0)
         return fc, lam_h, lam_c, lam_t
 
-    carry = (p.fc0, jnp.zeros((nj, w), dtype), jnp.zeros((ncu, 3, w), dtype),
-             jnp.zeros((nt, w), dtype))
+    lam_c0 = jnp.zeros((cu.b1.shape[0], 3, w), dtype) if cu is not None else None
+    carry = (p.fc0, jnp.zeros((nh, w), dtype), lam_c0, jnp.zeros((nt, w), dtype))
     for k, length in enumerate(lengths):
         perm = None
         if k > 0 and orders is not None:
             perm = jnp.concatenate([orders[k - 1],
-                                    jnp.arange(orders.shape[-1], nj, dtype=orders.dtype)])
+                                    jnp.arange(orders.shape[-1], nh, dtype=orders.dtype)])
         carry = phase(carry, length, perm)
     fc, lam_h, lam_c, lam_t = carry
-    lam_head = jnp.concatenate([lam_h[:nj0], lam_c[:nc0, 0]], axis=0)
+    if cu is None:
+        return lam_h[:nh0], lam_t[:nt0], fc
+    lam_head = jnp.concatenate([lam_h[:nh0], lam_c[:nc0, 0]], axis=0)
     lt = lam_t[:nt0].reshape((nc0, block, w))
     first = jnp.where(box[..., None], lam_c[:nc0, 1:], lt[:, :2])
     lam_tail = jnp.concatenate([first, lt[:, 2:]], axis=1).reshape((nt0, w))
