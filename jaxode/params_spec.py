@@ -250,7 +250,7 @@ SPECS_LIST = (
        unset="negative: off", combine="min of the values set",
        switch="flag:angular_friction", **_NONNEG),
     _g("spinning", "spinning friction (bound spinning * normal force)", unit="m",
-       default=-1.0, surface="spinning_value", unset="negative: off",
+       default=-1.0, unset="negative: off",
        combine="min of the values set", switch="flag:angular_friction", **_NONNEG),
     # ------------------------------------------------------- material pairs
     _mp("mat_friction", "pair friction coefficient (mu and mu2)", inf_ok=True, default=-1.0,

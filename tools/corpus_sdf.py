@@ -1,6 +1,6 @@
 """Load every Gazebo model or world under a folder and step a sample: the SDF load rate.
 
-    python tools/corpus_sdf.py ROOT [--steps 100] [--step-every 10] [--json out.json]
+    python -m tools.corpus_sdf ROOT [--steps 100] [--step-every 10] [--json out.json]
 
 For each ``ROOT/*/model.sdf`` (the layout of osrf's gazebo_models) and every
 ``*.world`` under ROOT: ``jaxode.load_sdf(path, search_path=ROOT)`` (so
@@ -18,17 +18,12 @@ import collections
 import glob
 import json
 import os
-import re
 import sys
 import warnings
 
 import numpy as np
 
-
-def _short(e: BaseException) -> str:
-    msg = str(e).splitlines()[0] if str(e) else type(e).__name__
-    msg = re.sub(r"^\S+?:\d+: ", "", msg)
-    return f"{type(e).__name__}: {msg}"[:160]
+from tools.corpus_load import _short  # one failure message per kind, numbers as #
 
 
 def main(argv=None) -> int:

@@ -154,11 +154,6 @@ class Surface:
         return self.bounce_vel if self.restitution_threshold is None else self.restitution_threshold
 
     @property
-    def spinning_value(self) -> Optional[float]:
-        """spinning (ODE's rhoN; Gazebo's torsional friction has its own fields)."""
-        return self.spinning
-
-    @property
     def angular(self) -> bool:
         """Does this surface need the rolling/spinning rows?"""
         return ((self.rolling or 0.0) > 0 or (self.spinning or 0.0) > 0
