@@ -734,10 +734,6 @@ def _mass_in(m: mass_lib.Mass, T: np.ndarray) -> mass_lib.Mass:
     return mass_lib.translate(mass_lib.rotate(m, T[:3, :3]), T[:3, 3])
 
 
-def _scale(m: mass_lib.Mass, s: float) -> mass_lib.Mass:
-    return mass_lib.Mass(m.mass * s, m.com, m.inertia * s)
-
-
 def load_mjcf(path_or_string, builder: Optional[WorldBuilder] = None,
               visual_geoms: bool = False) -> WorldBuilder:
     """Read an MJCF file or string (XML starting with ``<``) into ``builder``
@@ -849,7 +845,7 @@ def load_mjcf(path_or_string, builder: Optional[WorldBuilder] = None,
         if tot > 0:
             for r in bodies[1:]:
                 if r["mass"] is not None:
-                    r["mass"] = _scale(r["mass"], ld.settotalmass / tot)
+                    r["mass"] = mass_lib.adjust(r["mass"], r["mass"].mass * ld.settotalmass / tot)
 
     # ---- groups: a body without joints joins its parent's ODE body
     group = [0] * len(bodies)  # index of the MJCF body that owns the ODE body (0: world)
@@ -883,10 +879,11 @@ def load_mjcf(path_or_string, builder: Optional[WorldBuilder] = None,
         chain = []
         for _ in range(nj - 1):
             chain.append(b.add_body(pos=T[:3, 3], quat=mat_to_quat(T[:3, :3]),
-                                    mass=_scale(mc, INTERMEDIATE_FRACTION)))
+                                    mass=mass_lib.adjust(mc, mc.mass * INTERMEDIATE_FRACTION)))
         try:
             ode_body[i] = b.add_body(pos=T[:3, 3], quat=mat_to_quat(T[:3, :3]),
-                                     mass=_scale(mc, 1 - INTERMEDIATE_FRACTION * (nj - 1)))
+                                     mass=mass_lib.adjust(
+                                         mc, mc.mass * (1 - INTERMEDIATE_FRACTION * (nj - 1))))
         except ValueError as e:
             raise rep.error(r["node"], str(e)) from None
         r["chain"] = chain
