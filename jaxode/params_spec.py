@@ -292,6 +292,22 @@ SPECS_LIST = (
               "(\"friction\"): dParamVel 0, dParamFMax friction), replacing joint_vel and "
               "joint_fmax; 0: off", unit="N m or N", inf_ok=True, default=0.0, switch="none",
               **_NONNEG),
+    # ------------------------------------- ODE's auto-disable (docs/ODE_FEATURES.md 5)
+    ParamSpec("body_auto_disable", "body", "dBodySetAutoDisableFlag: 1 = the body disables "
+              "itself once idle (0 = never; values in between count as 1)", default=0.0,
+              switch="flag:auto_disable", **_UNIT),
+    ParamSpec("body_auto_disable_linear_threshold", "body", "dBodySetAutoDisableLinear"
+              "Threshold: idle when |average linear velocity| <= this", unit="m/s",
+              inf_ok=True, default=0.01, switch="flag:auto_disable", **_NONNEG),
+    ParamSpec("body_auto_disable_angular_threshold", "body", "dBodySetAutoDisableAngular"
+              "Threshold: idle when |average angular velocity| <= this", unit="rad/s",
+              inf_ok=True, default=0.01, switch="flag:auto_disable", **_NONNEG),
+    ParamSpec("body_auto_disable_steps", "body", "dBodySetAutoDisableSteps: idle steps "
+              "before disabling (an integer)", unit="steps", default=10.0,
+              switch="flag:auto_disable", **_NONNEG),
+    ParamSpec("body_auto_disable_time", "body", "dBodySetAutoDisableTime: idle time before "
+              "disabling (both it and the steps must have run out)", unit="s", default=0.0,
+              switch="flag:auto_disable", **_NONNEG),
 )
 
 #: name -> ParamSpec, in Params' field order.

@@ -118,6 +118,30 @@ def _mat_to_quat(r: np.ndarray) -> np.ndarray:
     return q * (1 if q[0] >= 0 else -1) / np.linalg.norm(q)
 
 
+_ADIS_KEYS = ("flag", "linear_threshold", "angular_threshold", "average_samples", "steps",
+              "time")
+
+
+def _auto_disable_settings(where: str, flag, linear_threshold, angular_threshold,
+                           average_samples, steps, time) -> dict:
+    """ODE's auto-disable settings of the world or a body, checked (ValueError
+    naming the keyword, the range and the value)."""
+    if not isinstance(flag, (bool, np.bool_)):
+        raise ValueError(f"{where}: auto_disable must be True or False (got {flag!r})")
+    for name, v in (("auto_disable_average_samples", average_samples),
+                    ("auto_disable_steps", steps)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
+            raise ValueError(f"{where}: {name} must be an integer >= 0 (got {v!r})")
+    return dict(
+        flag=bool(flag),
+        linear_threshold=_param("body_auto_disable_linear_threshold", linear_threshold,
+                                f"{where}: auto_disable_linear_threshold"),
+        angular_threshold=_param("body_auto_disable_angular_threshold", angular_threshold,
+                                 f"{where}: auto_disable_angular_threshold"),
+        average_samples=int(average_samples), steps=int(steps),
+        time=_param("body_auto_disable_time", time, f"{where}: auto_disable_time"))
+
+
 class WorldBuilder:
     """Collects a scene with ODE's World parameters (ODE manual, World chapter).
 
@@ -139,6 +163,15 @@ class WorldBuilder:
     reorder_seed: the seed of ODE's generator (dRandSetSeed) from which pgs draws
     QuickStep's row shuffles (default 0, ODE's at library start; a static model
     option: see docs/ODE_FEATURES.md).
+    Auto-disable (ODE's dWorldSetAutoDisable*, the defaults of bodies added
+    later; docs/ODE_FEATURES.md section 5): auto_disable (bool, default off as
+    in ODE); auto_disable_linear_threshold >= 0 [m/s] and
+    auto_disable_angular_threshold >= 0 [rad/s] (ODE's 0.01); an idle body's
+    averaged velocities are at most these; auto_disable_average_samples
+    (integer >= 0, ODE's 1; 0: never idle) velocity samples averaged;
+    auto_disable_steps (integer >= 0, ODE's 10) and auto_disable_time >= 0
+    [s] (ODE's 0): a body disables once idle for both. ``add_body`` takes the
+    same keywords per body (dBodySetAutoDisable*).
     """
 
     SOLVERS = tuple(pipeline.SOLVERS)
@@ -150,7 +183,11 @@ class WorldBuilder:
                  angular_damping: float = 0.0, linear_damping_threshold: float = 0.01,
                  angular_damping_threshold: float = 0.01,
                  max_angular_speed: float = math.inf, friction_model: str = "pyramid",
-                 solver: str = "pgs", reorder_seed: int = 0):
+                 solver: str = "pgs", reorder_seed: int = 0, auto_disable: bool = False,
+                 auto_disable_linear_threshold: float = 0.01,
+                 auto_disable_angular_threshold: float = 0.01,
+                 auto_disable_average_samples: int = 1, auto_disable_steps: int = 10,
+                 auto_disable_time: float = 0.0):
         if solver not in self.SOLVERS:
             raise ValueError(f"solver must be one of {self.SOLVERS} (got {solver!r})")
         self.solver = solver
@@ -176,6 +213,10 @@ class WorldBuilder:
         if friction_model not in FRICTION_MODELS:
             raise ValueError(f"friction_model must be one of {sorted(FRICTION_MODELS)} (got {friction_model!r})")
         self.friction_model = friction_model
+        self.auto_disable = _auto_disable_settings(
+            "WorldBuilder", auto_disable, auto_disable_linear_threshold,
+            auto_disable_angular_threshold, auto_disable_average_samples, auto_disable_steps,
+            auto_disable_time)
         self.bodies: list[dict] = []
         self.geoms: list[dict] = []
         self.materials = mat_lib.MaterialTable()
@@ -214,7 +255,12 @@ class WorldBuilder:
     def add_body(self, pos: Sequence[float] = (0.0, 0.0, 0.0), quat: Sequence[float] = (1.0, 0.0, 0.0, 0.0),
                  vel: Sequence[float] = (0.0, 0.0, 0.0), angvel: Sequence[float] = (0.0, 0.0, 0.0),
                  mass: Optional[mass_lib.Mass] = None, gravity: bool = True,
-                 finite_rotation: bool = False) -> int:
+                 finite_rotation: bool = False, auto_disable: Optional[bool] = None,
+                 auto_disable_linear_threshold: Optional[float] = None,
+                 auto_disable_angular_threshold: Optional[float] = None,
+                 auto_disable_average_samples: Optional[int] = None,
+                 auto_disable_steps: Optional[int] = None,
+                 auto_disable_time: Optional[float] = None) -> int:
         """Add a rigid body (dBodyCreate); returns its index.
 
         pos [m], quat (w, x, y, z), vel [m/s], angvel [rad/s] in the world frame.
@@ -222,6 +268,9 @@ class WorldBuilder:
         origin (ODE requires it; translate the geoms instead). ``None`` gives
         ODE's default body mass: 1 kg, identity inertia.
         gravity: dBodySetGravityMode; finite_rotation: dBodySetFiniteRotationMode.
+        auto_disable, auto_disable_*: the body's dBodySetAutoDisable* settings
+        (None: the builder's, as dBodySetAutoDisableDefaults; see
+        :class:`WorldBuilder`).
         """
         i = len(self.bodies)
         where = f"body {i}"
@@ -235,7 +284,14 @@ class WorldBuilder:
             raise ValueError(
                 f"{where}: mass.com must be (0, 0, 0): as in ODE the centre of mass is the body "
                 f"origin (got {tuple(com)}); place the body at the centre of mass and offset its geoms")
+        w = self.auto_disable
+        adis = _auto_disable_settings(
+            where, *(w[k] if v is None else v for k, v in zip(
+                _ADIS_KEYS, (auto_disable, auto_disable_linear_threshold,
+                             auto_disable_angular_threshold, auto_disable_average_samples,
+                             auto_disable_steps, auto_disable_time))))
         self.bodies.append(dict(
+            adis=adis,
             pos=_vec(f"{where}: pos", pos, 3), quat=_quat(f"{where}: quat", quat),
             vel=_vec(f"{where}: vel", vel, 3), angvel=_vec(f"{where}: angvel", angvel, 3),
             mass=float(mass.mass), inertia=np.asarray(mass.inertia, dtype=np.float64),
@@ -967,7 +1023,14 @@ class WorldBuilder:
                 key = spec.name[len("joint_"):]
                 values[spec.name] = np.array([j["scalars"][key] for j in self.joints],
                                              dtype=np.float64).reshape(len(self.joints))
+        for key in _ADIS_KEYS:
+            if key != "average_samples":
+                name = "body_auto_disable" + ("" if key == "flag" else "_" + key)
+                values[name] = np.array([float(bb["adis"][key]) for bb in b],
+                                        dtype=np.float64).reshape(nbody)
         params = Params(**{k: f(v) for k, v in values.items()})
+        samples = np.array([bb["adis"]["average_samples"] for bb in b], dtype=np.int32)
+        adis_on = any(bb["adis"]["flag"] for bb in b) or self.auto_disable["flag"]
         for k, s in enumerate(surf):
             if s.material is not None and s.material not in self.materials.materials:
                 raise ValueError(
@@ -1021,6 +1084,9 @@ class WorldBuilder:
             njoint=len(self.joints), joint_index=joint_index,
             contact_capacity=int(contact_capacity), iterations=self.iterations, solver=self.solver,
             reorder_seed=self.reorder_seed,
+            auto_disable=bool(adis_on),
+            body_auto_disable_samples=f(samples.reshape(nbody)) if adis_on else None,
+            auto_disable_buffer=int(max(1, samples.max(initial=1))) if adis_on else 1,
             friction_cone=any(int(grp.friction.max()) == FRICTION_MODELS["cone"]
                               for grp in pair_groups if grp.geom1.shape[0]),
             friction_box=any(bool(np.any(np.asarray(grp.friction) == FRICTION_MODELS["box"]))
