@@ -463,7 +463,9 @@ def check_params(model, params, where: str = "params", values: bool = True) -> N
         if x is None:
             need = (spec.switch == "always"
                     or (spec.switch == "joints" and model.njoint > 0)
-                    or (spec.switch == "materials" and len(model.material_names) > 0))
+                    or (spec.switch == "materials" and len(model.material_names) > 0)
+                    or (spec.switch == "flag:auto_disable"
+                        and getattr(model, "auto_disable", False)))
             if need:
                 raise ValueError(f"{where}.{spec.name} is None but this model needs it "
                                  f"(expected shape {spec.shape_for(model)}: {spec.doc})")

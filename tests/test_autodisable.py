@@ -42,15 +42,19 @@ def _sphere_inertia(m=1.0, r=R):
 
 # body: pos, vel, gravity, geom, mass, inertia, auto-disable overrides (None: world's)
 BODIES = [
-    dict(pos=(0.0, 0.0, 0.6), geom=("box", (1.0, 1.0, 1.0)), inertia=np.eye(3) / 6.0),
-    dict(pos=(-2.0, 0.0, 0.5), vel=(2.0, 0.0, 0.0), gravity=False, geom=("sphere", R)),
-    dict(pos=(5.0, 0.0, 0.4), geom=("sphere", R),
+    dict(pos=(0.0, 0.0, 0.6), geom=("box", (1.0, 1.0, 1.0)), inertia=np.eye(3) / 6.0,
+         bits=(2, 1)),
+    dict(pos=(-2.0, 0.0, 0.5), vel=(2.0, 0.0, 0.0), gravity=False, geom=("sphere", R),
+         bits=(0, 2)),
+    dict(pos=(5.0, 0.0, 0.4), geom=("sphere", R), bits=(0, 1),
          adis=dict(linear_threshold=0.05, angular_threshold=0.05, average_samples=3, steps=4,
                    time=0.055)),
-    dict(pos=(0.0, 6.0, 3.0), gravity=False, geom=("sphere", R)),
-    dict(pos=(1.0, 6.0, 3.0), gravity=False, geom=("sphere", R)),
-    dict(pos=(2.0, 6.0, 3.0), gravity=False, geom=("sphere", R)),
+    dict(pos=(0.0, 6.0, 3.0), gravity=False, geom=("sphere", R), bits=(0, 0)),
+    dict(pos=(1.0, 6.0, 3.0), gravity=False, geom=("sphere", R), bits=(0, 0)),
+    dict(pos=(2.0, 6.0, 3.0), gravity=False, geom=("sphere", R), bits=(0, 0)),
 ]
+# (category, collide) bits: only box-plane, sphere 1-box and sphere 2-plane can
+# collide (fewer pair kinds: a cheaper compile); the plane is (1, 0).
 JOINTS = [(3, 4, (0.5, 6.0, 3.0)), (4, 5, (1.5, 6.0, 3.0))]
 START_DISABLED = (4, 5)     # dBodyDisable before the first step (w0, w2)
 
@@ -61,14 +65,15 @@ def _inertia(bd):
 
 def _build_jaxode():
     b = jaxode.WorldBuilder(gravity=(0, 0, -9.81), auto_disable=True)
-    b.add_plane()
+    b.add_plane(category_bits=1, collide_bits=0)
     for bd in BODIES:
         kw = {f"auto_disable_{k}": v for k, v in bd.get("adis", {}).items()}
         i = b.add_body(pos=bd["pos"], vel=bd.get("vel", (0, 0, 0)),
                        mass=mass_lib.from_inertia(1.0, _inertia(bd)),
                        gravity=bd.get("gravity", True), **kw)
         kind, size = bd["geom"]
-        (b.add_box if kind == "box" else b.add_sphere)(size, body=i)
+        (b.add_box if kind == "box" else b.add_sphere)(
+            size, body=i, category_bits=bd["bits"][0], collide_bits=bd["bits"][1])
     for b1, b2, anchor in JOINTS:
         b.add_ball(b1, b2, anchor=anchor)
     return b.build()
@@ -85,14 +90,15 @@ def _run_ode(flag: bool, disabled=(), enable_at=None):
     en, pos = [], []
     with odelib.OdeWorld(gravity=(0, 0, -9.81), reverse_contacts=True) as w:
         w.world_call("dWorldSetAutoDisableFlag", int(flag))
-        w.add_plane((0, 0, 1), 0.0)
+        w.add_plane((0, 0, 1), 0.0, category_bits=1, collide_bits=0)
         for bd in BODIES:
             i = w.add_body(bd["pos"], vel=bd.get("vel", (0, 0, 0)), mass=1.0,
                            inertia=_inertia(bd), gravity=bd.get("gravity", True))
             for k, v in bd.get("adis", {}).items():
                 w.body_call(_ODE_SET[k], i, v)
             kind, size = bd["geom"]
-            (w.add_box if kind == "box" else w.add_sphere)(size, body=i)
+            (w.add_box if kind == "box" else w.add_sphere)(
+                size, body=i, category_bits=bd["bits"][0], collide_bits=bd["bits"][1])
         for b1, b2, anchor in JOINTS:
             w.add_joint("ball", b1, b2, anchor=anchor)
         for i in disabled:
