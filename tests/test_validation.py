@@ -33,7 +33,9 @@ PARAMS_FIELDS = [
     "static_mu", "static_speed", "rolling", "spinning", "mat_friction", "mat_restitution",
     "mat_restitution_threshold", "mat_static_friction", "mat_static_speed", "mat_rolling",
     "mat_spinning", "mat_soft_erp", "mat_soft_cfm", "torsional", "patch_radius",
-    "surface_radius", "use_patch_radius", "joint_damping", "joint_friction"]
+    "surface_radius", "use_patch_radius", "joint_damping", "joint_friction",
+    "body_auto_disable", "body_auto_disable_linear_threshold",
+    "body_auto_disable_angular_threshold", "body_auto_disable_steps", "body_auto_disable_time"]
 
 
 def _scene():
