@@ -7,6 +7,7 @@ dBodySetQuaternion normalises), not outputs of our code."""
 import dataclasses
 import json
 import math
+import re
 import sys
 
 import jax
@@ -127,10 +128,22 @@ def test_builder_velocity_must_be_finite():
     b = jaxode.WorldBuilder()
     with pytest.raises(ValueError, match=r"body 0: vel must be finite.*nan"):
         b.add_body(vel=(float("nan"), 0, 0))
-    b.add_body(vel=(1e30, 0, 0))  # ODE bounds no velocity; finite in float32 too
+    # ODE bounds no velocity, but the step squares it: |v|^2 must stay finite in
+    # the working dtype (float32 max 3.4e38: components up to sqrt(max / 3) = 1.07e19)
+    big = math.sqrt(np.finfo(jnp.zeros(()).dtype).max / 3)
+    b.add_body(vel=(0.9 * big, 0, 0), angvel=(0, 0, -0.9 * big), pos=(0.9 * big, 0, 0))
+    for kw in (dict(vel=(0, 1.1 * big, 0)), dict(angvel=(1.1 * big, 0, 0)),
+               dict(pos=(0, 0, -1.1 * big))):
+        name = next(iter(kw))
+        with pytest.raises(ValueError, match=rf"body 1: {name} must have every component "
+                                             rf"within {re.escape(f'+-{big:.3g}')}.*squared"):
+            b.add_body(**kw)
     if not jax.config.jax_enable_x64:
-        with pytest.raises(ValueError, match=r"vel must be finite in the working dtype"):
-            b.add_body(vel=(1e39, 0, 0))
+        with pytest.raises(ValueError, match=r"vel must.*1\.07e\+19.*1e\+30"):
+            b.add_body(vel=(1e30, 0, 0))
+    with pytest.raises(ValueError, match=r"body 1: quat must be a non-zero quaternion.*"
+                                         r"\(0\.0, 0\.0, 0\.0, 0\.0\)"):
+        b.add_body(quat=(0, 0, 0, 0))
 
 
 # ------------------------------------------------- max_vel = 0 (ODE accepts it)
@@ -254,6 +267,10 @@ def _bad_world(m, s, case):
         return s, p, -dt
     if case == "dt_nan":
         return s, p, dt * jnp.nan
+    if case == "vel_huge":  # its square overflows float32 (and 1e300 float64)
+        return s.replace(vel=s.vel.at[1, 0].set(1e300 if s.vel.dtype == jnp.float64 else 1e30)), p, dt
+    if case == "pos_inf":
+        return s.replace(pos=s.pos.at[0, 2].set(jnp.inf)), p, dt
     name, v = {"cfm": ("cfm", -1.0), "erp": ("erp", 2.0), "bounce": ("bounce", jnp.nan),
                "mass": ("body_mass", 0.0), "stop": ("joint_lo_stop", jnp.nan),
                "inertia": ("body_inertia", -1.0)}[case]
@@ -261,7 +278,8 @@ def _bad_world(m, s, case):
 
 
 @pytest.mark.parametrize("case", ["cfm", "erp", "bounce", "mass", "stop", "inertia",
-                                  "dt", "dt_nan", "quat_zero", "quat_nan"])
+                                  "dt", "dt_nan", "quat_zero", "quat_nan", "vel_huge",
+                                  "pos_inf"])
 def test_one_bad_world_is_flagged_and_frozen_others_bitwise_untouched(scene, batch_roll, case):
     m, s = scene
     s = s.replace(vel=s.vel.at[0, 0].set(0.3))
@@ -366,7 +384,12 @@ def test_save_and_load_errors(scene, tmp_path):
         load(bad)
     bad = tmp_path / "garbage.npz"
     bad.write_bytes(b"\x00garbage" * 50)
-    with pytest.raises(ValueError, match=r"garbage.npz"):
+    with pytest.raises(ValueError, match=r"garbage.npz: not a .npz save file.*starts with "
+                                         r"b'PK'.*\\x00gar"):
+        load(bad)
+    bad = tmp_path / "empty.npz"
+    bad.write_bytes(b"")
+    with pytest.raises(ValueError, match=r"empty.npz: .*the file is empty"):
         load(bad)
 
     def shape(d):
@@ -407,6 +430,13 @@ def test_save_and_load_errors(scene, tmp_path):
     _rewrite(bad, good, foreign)
     with pytest.raises(ValueError, match=r"foreign.npz.*refusing"):
         load(bad)
+
+
+@pytest.mark.parametrize("src", ["", "   \n", b""])
+def test_empty_scene_string_is_named(src):
+    for fn in (jaxode.load_sdf, jaxode.load_urdf):
+        with pytest.raises(ValueError, match=r"empty input.*file path or a string of XML"):
+            fn(src)
 
 
 def test_yaml_materials_without_pyyaml(tmp_path, monkeypatch):

@@ -46,6 +46,21 @@ def _vec(name: str, value, n: int) -> np.ndarray:
     return a
 
 
+def _state_vec(name: str, value) -> np.ndarray:
+    """A body's initial pos [m], vel [m/s] or angvel [rad/s]: a finite 3-vector
+    whose squared length stays finite in the working dtype (the step computes
+    squared speeds and distances): every component within
+    :func:`jaxode.params_spec.state_bound` (1.07e19 in float32, 7.7e153 in
+    float64). ODE bounds no position or velocity; beyond that bound nothing the
+    step computes from the value is meaningful."""
+    a = _vec(name, value, 3)
+    bound = params_spec.state_bound(np.float64 if jax.config.jax_enable_x64 else np.float32)
+    if np.any(np.abs(a) > bound):
+        raise ValueError(f"{name} must have every component within +-{bound:.3g} (its squared "
+                         f"length must stay finite in the working dtype) (got {value!r})")
+    return a
+
+
 def _scalar(name: str, value, lo=None, hi=None, lo_open=False, hi_open=False, allow_inf=False) -> float:
     try:
         v = float(value)
@@ -80,7 +95,8 @@ def _quat(name: str, q) -> np.ndarray:
     q = _vec(name, q, 4)
     n = np.linalg.norm(q)
     if n < 1e-12:
-        raise ValueError(f"{name} must be a non-zero quaternion (w, x, y, z) (got {tuple(q)})")
+        raise ValueError(f"{name} must be a non-zero quaternion (w, x, y, z) (got "
+                         f"{tuple(float(x) for x in q)})")
     return q / n
 
 
@@ -236,8 +252,8 @@ class WorldBuilder:
                 f"{where}: mass.com must be (0, 0, 0): as in ODE the centre of mass is the body "
                 f"origin (got {tuple(com)}); place the body at the centre of mass and offset its geoms")
         self.bodies.append(dict(
-            pos=_vec(f"{where}: pos", pos, 3), quat=_quat(f"{where}: quat", quat),
-            vel=_vec(f"{where}: vel", vel, 3), angvel=_vec(f"{where}: angvel", angvel, 3),
+            pos=_state_vec(f"{where}: pos", pos), quat=_quat(f"{where}: quat", quat),
+            vel=_state_vec(f"{where}: vel", vel), angvel=_state_vec(f"{where}: angvel", angvel),
             mass=float(mass.mass), inertia=np.asarray(mass.inertia, dtype=np.float64),
             gravity=bool(gravity), finite_rotation=bool(finite_rotation)))
         return i
