@@ -128,6 +128,11 @@ def cases():
         out = jaxode.step(mm, jaxode.init(mm), H)
         return f"OK (built; step nonfinite={bool(out.nonfinite)})"
 
+    def hinge_nan():
+        b = jaxode.WorldBuilder()
+        b.add_body()
+        b.add_hinge(0, None, axis=(1, 0, 0), lo_stop=float("nan"))
+
     def other_state():
         b = jaxode.WorldBuilder()
         for _ in range(3):
@@ -171,8 +176,7 @@ def cases():
          lambda: jaxode.step(m, s, H, params=p.replace(body_mass=jnp.ones(1)))),
         ("bounce NaN in one world of a batch", lambda: _flag(m, s, params=full("bounce", jnp.nan))),
         ("joint lo_stop NaN (params)", lambda: jaxode.step(m, s, H, params=full("joint_lo_stop", np.nan))),
-        ("joint lo_stop NaN (builder)", lambda: jaxode.WorldBuilder().add_hinge(
-            None, None, axis=(1, 0, 0), lo_stop=float("nan"))),
+        ("joint lo_stop NaN (builder)", hinge_nan),
         ("joint lo_stop NaN in one world of a batch",
          lambda: _flag(m, s, params=full("joint_lo_stop", jnp.nan))),
         ("zero quaternion (builder)", lambda: quat_builder((0, 0, 0, 0))),
@@ -191,6 +195,10 @@ def cases():
         ("zero fdir1", zero_fdir1),
         ("builder velocity 1e30", lambda: builder_vel(1e30)),
         ("builder velocity 1e39 (beyond float32)", lambda: builder_vel(1e39)),
+        ("state velocity 1e30 in one world of a batch",
+         lambda: _flag(m, s, state=s.replace(vel=s.vel.at[1, 0].set(1e30)))),
+        ("state angvel 1e30 in one world of a batch",
+         lambda: _flag(m, s, state=s.replace(angvel=s.angvel.at[1, 0].set(1e30)))),
         # errors that must name what is wrong
         ("wrong-shape params (mu (2,))", lambda: jaxode.step(m, s, H, params=p.replace(mu=jnp.ones(2)))),
         ("Model passed as params", lambda: jaxode.step(m, s, H, params=m)),

@@ -946,7 +946,7 @@ class WorldBuilder:
                 self._pair_friction(geoms[int(a[k])], geoms[int(b[k])], int(a[k]), int(b[k]))
             f = np.where(fi >= 0, fi, np.where(fj >= 0, fj, default_fric))
             rows.append(np.stack([a, b, np.minimum(maxc[i], maxc[j]), f,
-                                  typ[a] * ntype + typ[b]], axis=1))
+                                  typ[a] * ntype + typ[b]], axis=1).astype(np.int32))
         if not rows:
             return {}
         allr = np.concatenate(rows)
@@ -954,7 +954,7 @@ class WorldBuilder:
         out = {}
         for kcode in np.unique(keys):
             sel = allr[keys == kcode, :4]
-            out[(int(kcode) // ntype, int(kcode) % ntype)] = sel.astype(np.int32)
+            out[(int(kcode) // ntype, int(kcode) % ntype)] = np.ascontiguousarray(sel)
         return out
 
     def build(self, contact_capacity: Optional[int] = None, pair_capacity: Optional[int] = None) -> Model:
