@@ -358,6 +358,19 @@ def test_cartpole_rejects_bad_actions():
     assert np.asarray(out.done).tolist() == [False, True, False]
 
 
+def test_continuous_env_action_errors_name_shape_and_range():
+    from jaxode.tools.envs import make
+    env = make("pendulum")
+    with pytest.raises(ValueError, match=r"env 'pendulum': action must have shape \(1,\) "
+                                         r"\(1 number\(s\) in \[-2, 2\] per world\) "
+                                         r"\(got shape \(17,\)\)"):
+        env.check_action(np.zeros(17))
+    with pytest.raises(ValueError, match=r"action must be finite.*nan"):
+        env.check_action(np.array([np.nan]))
+    with pytest.raises(TypeError, match=r"action must be real numbers.*<U1"):
+        env.check_action("x")
+
+
 # -------------------------------------------------------------- save files
 def _rewrite(path, src, change):
     with np.load(src, allow_pickle=False) as z:
