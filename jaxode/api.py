@@ -133,7 +133,9 @@ def _check_inputs(model: Model, state: State, params, dt):
 
 def _guard_inputs(state: State, params: Params, dt) -> State:
     """Run-time checks of what only the traced values show: params out of range,
-    dt outside [DT_MIN, DT_MAX], a zero or non-finite quaternion. A world that
+    dt outside [DT_MIN, DT_MAX], a zero or non-finite quaternion, a position,
+    velocity or angular velocity that is not finite or beyond
+    :func:`jaxode.params_spec.state_bound` (its square overflows). A world that
     fails is flagged (``state.nonfinite``) and left untouched (the step then
     keeps it frozen, as the non-finite guard does). A finite, non-zero
     quaternion that is not unit is normalised, as ODE's dBodySetQuaternion does
@@ -147,7 +149,11 @@ def _guard_inputs(state: State, params: Params, dt) -> State:
     qn = qs / jnp.sqrt(jnp.sum(qs * qs, axis=-1, keepdims=True))
     tol = 1000 * jnp.finfo(dtype).eps
     unit = jnp.abs(jnp.sum(q * q, axis=-1, keepdims=True) - 1) <= tol
-    ok = good_q & params_spec.values_ok(params) & params_spec.dt_ok(dt)
+    bound = params_spec.state_bound(dtype)
+    good_x = jnp.asarray(True)
+    for x in (state.pos, state.vel, state.angvel):
+        good_x = good_x & jnp.all(jnp.abs(x) <= bound)  # false for NaN and inf
+    ok = good_q & good_x & params_spec.values_ok(params) & params_spec.dt_ok(dt)
     quat = jnp.where(ok & ~unit, qn.astype(dtype), q)
     return state.replace(quat=quat, nonfinite=state.nonfinite | ~ok)
 

@@ -56,6 +56,15 @@ _INF = math.inf
 DT_MIN = 1e-9
 DT_MAX = 10.0
 
+def state_bound(dtype) -> float:
+    """The largest |component| [m, m/s, rad/s] of a body's position, velocity or
+    angular velocity whose 3-vector's squared length stays finite in ``dtype``:
+    sqrt(finfo.max / 3) (1.07e19 float32, 7.7e153 float64). The builder refuses
+    larger initial values; ``step``/``rollout`` flag a world whose state holds
+    one (``State.nonfinite``)."""
+    return float(np.sqrt(np.finfo(dtype).max / 3.0))
+
+
 ENTITIES = ("world", "body", "geom", "joint_axis", "joint", "material_pair")
 
 @dataclasses.dataclass(frozen=True)
