@@ -35,8 +35,8 @@ Counted per world-rollout (``--steps`` steps):
 Every exploded, non-finite or deep world is replayed in libode (ODE 0.16
 double, dWorldQuickStep, same scene and parameters; tools.conformance.odelib)
 with ODE's row-shuffle generator seeded 0: "ODE also" when ODE fails the
-same check, otherwise it is replayed with seeds 1..3 ("ODE other seed" when
-one fails there) and counted "jaxode only" when ODE is calm for all four (a
+same check, otherwise it is replayed with seeds 1..15 ("ODE other seed" when
+one fails there) and counted "jaxode only" when ODE is calm for all 16 (a
 deep world counts for ODE too when ODE's deepest contact reaches 5 cm or half
 of jaxode's).
 
@@ -70,8 +70,10 @@ DEEP = 0.05
 #: the energy check's factor and absolute floor [J]
 FACTOR = 10.0
 FLOOR = 1e-4
-#: extra ODE row-shuffle seeds tried before a world counts as "jaxode only"
-ODE_SEEDS = (1, 2, 3)
+#: extra ODE row-shuffle seeds tried before a world counts as "jaxode only": on
+#: the ill-conditioned chains ODE's own outcome depends on the seed (one slider
+#: chain explodes for 5 of seeds 0-15 and stays calm for seeds 0-3)
+ODE_SEEDS = tuple(range(1, 16))
 
 ROT, LIN = "rot", "lin"
 #: per joint type: the axes (param suffix, kind) the campaign puts stops and motors on
@@ -265,7 +267,7 @@ def _surface_kw(s: dict) -> dict:
     return {k: s[k] for k in ("mu", "bounce", "bounce_vel", "soft_erp", "soft_cfm") if k in s}
 
 
-def build_jaxode(case: dict, defaults: bool = False):
+def build_jaxode(case: dict, defaults: bool = False, reorder_seed: int = 0):
     """The case as a jaxode Model (precision active at call time). ``defaults``:
     the chunk's model with every per-world value at its default (the worlds'
     values then come in through :func:`world_arrays`)."""
@@ -274,7 +276,8 @@ def build_jaxode(case: dict, defaults: bool = False):
     base, w = case["base"], case["world"]
     b = jaxode.WorldBuilder(gravity=tuple(w["gravity"]), erp=w["erp"], cfm=w["cfm"],
                             iterations=20, friction_model=case["friction"],
-                            contact_max_correcting_vel=w["contact_max_correcting_vel"])
+                            contact_max_correcting_vel=w["contact_max_correcting_vel"],
+                            reorder_seed=reorder_seed)
     surf = (lambda i: jaxode.Surface()) if defaults else (
         lambda i: jaxode.Surface(**_surface_kw(w["surfaces"][i])))
     if base["geoms"]:
@@ -491,8 +494,10 @@ COUNTS = ("rollouts", "world_steps", "exploded", "exploded_ode_also", "exploded_
 
 
 def run_chunk(ti: int, chunk: int, worlds: int, steps: int, seed: int, ode: bool = True,
-              verbose: bool = False) -> dict:
-    """One (template, chunk) unit at the active precision: counts and failures."""
+              verbose: bool = False, ode_all: bool = False) -> dict:
+    """One (template, chunk) unit at the active precision: counts and failures.
+    ``ode_all``: also step EVERY world in libode (seed 0) and count the worlds
+    that explode in ODE but not in jaxode (``ode_only``): the symmetric check."""
     t = TEMPLATES[ti]
     base = base_scene(t, seed, chunk, ti)
     cases = [world_case(t, base, world_params(t, base, seed, chunk, ti, i), steps) for i in range(worlds)]
@@ -501,6 +506,7 @@ def run_chunk(ti: int, chunk: int, worlds: int, steps: int, seed: int, ode: bool
     wall = time.time() - t0
     row = {c: 0 for c in COUNTS}
     row.update(template=t.name, ti=ti, chunk=chunk, seed=seed, steps=steps, wall_s=wall, failures=[],
+               ode_seeds=1 + len(ODE_SEEDS),
                max_depth=0.0, ratio_p99=0.0)
     ratios = []
     for i, c in enumerate(cases):
@@ -517,6 +523,10 @@ def run_chunk(ti: int, chunk: int, worlds: int, steps: int, seed: int, ode: bool
         row["nonfinite"] += not v["finite"]
         row["exploded"] += v["exploded"]
         row["deep"] += v["deep"]
+        if ode_all:
+            o = check(c, run_ode(c, 0))
+            row["ode_seed0_exploded"] = row.get("ode_seed0_exploded", 0) + o["exploded"]
+            row["ode_only"] = row.get("ode_only", 0) + (o["exploded"] and not v["exploded"])
         if not (v["exploded"] or v["deep"]):
             continue
         fail = dict(world=i, replay=f"{ti}:{chunk}:{i}", ratio=v["ratio"], depth=v["depth"],
@@ -577,7 +587,7 @@ def campaign(args) -> dict:
                     continue
                 t0 = time.time()
                 row = run_chunk(ti, chunk, args.worlds, args.steps, args.seed, not args.no_ode,
-                                args.verbose)
+                                args.verbose, args.ode_all)
                 row.update(precision=prec, total_s=time.time() - t0, worlds=args.worlds)
                 data["units"].append(row)
                 if args.out:
@@ -587,7 +597,9 @@ def campaign(args) -> dict:
                       f"nonfinite {row['nonfinite']}, deep {row['deep']} (jaxode only "
                       f"{row['deep_jaxode_only']}), overflow {row['overflow']}, max depth "
                       f"{row['max_depth']:.3g} m, KE ratio p99 {row['ratio_p99']:.3g}; "
-                      f"{row['total_s']:.0f} s (rollout {row['wall_s']:.0f} s)", flush=True)
+                      f"{row['total_s']:.0f} s (rollout {row['wall_s']:.0f} s)"
+                      + (f"; ODE (every world, seed 0): exploded {row['ode_seed0_exploded']}, of "
+                         f"which jaxode calm {row['ode_only']}" if args.ode_all else ""), flush=True)
                 for f in row["failures"]:
                     if f.get("jaxode_only"):
                         print(f"  jaxode only: {f['jaxode_only']}: python tools/fuzz.py --replay "
@@ -595,6 +607,35 @@ def campaign(args) -> dict:
                               f"{' --x64' if args.x64 else ''}  ({f})", flush=True)
     print(f"({time.time() - t_start:.0f} s)")
     return data
+
+
+def reclassify(path: str) -> None:
+    """Replay the "jaxode only" worlds of a results file (written with fewer ODE
+    seeds) with every seed of ODE_SEEDS; moves those ODE fails for to "ODE other
+    seed". Rewrites the file."""
+    data = _load(path)
+    for u in data["units"]:
+        if u.get("ode_seeds", 4) >= 1 + len(ODE_SEEDS):
+            continue
+        t = TEMPLATES[u["ti"]]
+        base = base_scene(t, u["seed"], u["chunk"], u["ti"])
+        for f in u["failures"]:
+            if f.get("jaxode_only") not in ("exploded", "exploded+deep"):
+                continue
+            case = world_case(t, base, world_params(t, base, u["seed"], u["chunk"], u["ti"], f["world"]),
+                              u["steps"])
+            hit = next((s for s in ODE_SEEDS if check(case, run_ode(case, s))["exploded"]), None)
+            if hit is not None:
+                f["other_seed_exploded"] = True
+                f["ode_seed_exploded"] = hit
+                f["jaxode_only"] = f["jaxode_only"].replace("exploded", "")
+                u["exploded_jaxode_only"] -= 1
+                u["exploded_ode_other_seed"] += 1
+                u["nonfinite_jaxode_only"] -= not f["finite"]
+        u["ode_seeds"] = 1 + len(ODE_SEEDS)
+        _save(path, data)
+        print(f"{u['precision']} {u['template']} chunk {u['chunk']}: jaxode only now "
+              f"{u['exploded_jaxode_only']}", flush=True)
 
 
 def table(paths) -> str:
@@ -633,18 +674,22 @@ def replay_one(args) -> int:
     t = TEMPLATES[ti]
     base = base_scene(t, args.seed, chunk, ti)
     case = world_case(t, base, world_params(t, base, args.seed, chunk, ti, i), args.steps)
-    with jax.enable_x64(args.x64):
-        m = build_jaxode(case)
-        _, tr = jaxode.rollout(m, jaxode.init(m), args.steps, case["world"]["dt"])
-        jx = {k: np.asarray(getattr(tr, k), np.float64) for k in ("pos", "quat", "vel", "angvel", "max_depth")}
-    v = check(case, jx)
     print(json.dumps(case, indent=1) if args.verbose else f"{t.name}, world {args.replay}, seed {args.seed}")
-    print(f"jaxode ({'float64' if args.x64 else 'float32'}): max KE ratio {v['ratio']:.4g}, max KE "
-          f"{v['max_ke']:.4g} J, KE0 {v['ke0']:.4g} J, max depth {v['depth']:.4g} m, finite {v['finite']}")
-    for s in (0,) + ODE_SEEDS:
+    jseeds = [int(x) for x in args.jaxode_seeds.split(",")]
+    for js in jseeds:
+        with jax.enable_x64(args.x64):
+            m = build_jaxode(case, reorder_seed=js)
+            _, tr = jaxode.rollout(m, jaxode.init(m), args.steps, case["world"]["dt"])
+            jx = {k: np.asarray(getattr(tr, k), np.float64)
+                  for k in ("pos", "quat", "vel", "angvel", "max_depth")}
+        v = check(case, jx)
+        print(f"jaxode ({'float64' if args.x64 else 'float32'}, reorder_seed {js}): max KE ratio "
+              f"{v['ratio']:.4g}, max KE {v['max_ke']:.4g} J, KE0 {v['ke0']:.4g} J, max depth "
+              f"{v['depth']:.4g} m, finite {v['finite']}", flush=True)
+    for s in range(args.ode_seeds):
         o = check(case, run_ode(case, s))
         print(f"ODE (seed {s}): max KE ratio {o['ratio']:.4g}, max KE {o['max_ke']:.4g} J, "
-              f"max depth {o['depth']:.4g} m")
+              f"max depth {o['depth']:.4g} m", flush=True)
     return 0
 
 
@@ -658,14 +703,24 @@ def main(argv=None) -> int:
     ap.add_argument("--x64", action="store_true", help="float64 (default float32)")
     ap.add_argument("--out", type=str, default=None, help="results JSON (resumable)")
     ap.add_argument("--no-ode", action="store_true", help="skip the libode replays")
+    ap.add_argument("--ode-all", action="store_true",
+                    help="step every world in libode too (symmetric count: ODE-only explosions)")
     ap.add_argument("--replay", type=str, default=None, help="T:C:W: replay one world")
+    ap.add_argument("--jaxode-seeds", type=str, default="0",
+                    help="with --replay: jaxode reorder seeds to run (comma-separated)")
+    ap.add_argument("--ode-seeds", type=int, default=4, help="with --replay: ODE seeds 0..n-1")
     ap.add_argument("--table", nargs="*", default=None, help="print the summary of results files")
     ap.add_argument("--list", action="store_true", help="list the templates")
+    ap.add_argument("--reclassify", type=str, default=None,
+                    help="replay a results file's 'jaxode only' worlds with all ODE_SEEDS")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args(argv)
     if args.list:
         for i, t in enumerate(TEMPLATES):
             print(i, t)
+        return 0
+    if args.reclassify:
+        reclassify(args.reclassify)
         return 0
     if args.table is not None:
         print(table(args.table))
