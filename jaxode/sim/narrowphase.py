@@ -23,6 +23,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from jaxode.sim import overflow
 from jaxode.sim.batch_rules import compact, unless_none
 from jaxode.sim.collision import (box, capsule, convex, cylinder, heightfield, sphere, trimesh,
                               trimesh_ground, trimesh_trimesh)
@@ -162,15 +163,22 @@ def collide(model: Model, gpos: jax.Array, grot: jax.Array, lo: jax.Array,
     triangles that did not fit their pair's candidates included).
     """
     dtype = gpos.dtype
-    parts = []
+    parts, rank_parts = [], []
     overflow_pairs = jnp.zeros((), jnp.int32)
     overflow_tris = jnp.zeros((), jnp.int32)
     for grp in model.pair_groups:
         fn, _ = PAIR_FUNCTIONS[(grp.type1, grp.type2)]
         g1, g2 = grp.geom1, grp.geom2
         overlap = jnp.all((lo[g1] <= hi[g2]) & (lo[g2] <= hi[g1]), axis=-1)
-        idx, pvalid, ovf = compact(overlap, grp.capacity)
-        overflow_pairs = overflow_pairs + ovf
+        keep = overlap
+        if grp.capacity < overlap.shape[0]:
+            # more overlapping pairs than slots: every body's closest pairs first
+            gap = overflow.pair_gap(grp.type2, g1, g2, gpos, grot, lo, hi)
+            keep = overflow.keep_pairs(overlap, grp.capacity, gap, model.geom_body[g1],
+                                       model.geom_body[g2], model.nbody)
+        nover = jnp.sum(overlap, dtype=jnp.int32)
+        overflow_pairs = overflow_pairs + jnp.maximum(nover - grp.capacity, 0)
+        idx, pvalid, _ = compact(keep, grp.capacity)
         a, b = g1[idx], g2[idx]
         ga = ct.GeomWorld(gpos[a], grot[a], model.geom_size[a])
         gb = ct.GeomWorld(gpos[b], grot[b], model.geom_size[b])
@@ -190,6 +198,7 @@ def collide(model: Model, gpos: jax.Array, grot: jax.Array, lo: jax.Array,
         slot = jnp.arange(k)[None, :]
         valid = c.valid[:, :k] & pvalid[:, None] & (slot < grp.max_contacts[idx][:, None])
         npair = idx.shape[0]
+        rank_parts.append((c.pos[:, :k], c.depth[:, :k], valid))
         parts.append(dict(
             pos=c.pos[:, :k].reshape(npair * k, 3), normal=c.normal[:, :k].reshape(npair * k, 3),
             depth=c.depth[:, :k].reshape(npair * k),
@@ -207,7 +216,10 @@ def collide(model: Model, gpos: jax.Array, grot: jax.Array, lo: jax.Array,
     cat = {key: jnp.concatenate([p[key] for p in parts], axis=0) for key in parts[0]}
     valid = cat["valid"]
     nfound = jnp.sum(valid, dtype=jnp.int32)
-    idx, cvalid, overflow_contacts = compact(valid, cap)
+    overflow_contacts = jnp.maximum(nfound - cap, 0).astype(jnp.int32)
+    if cap < valid.shape[0]:
+        valid = overflow.keep_contacts(valid, cap, rank_parts)
+    idx, cvalid, _ = compact(valid, cap)
     sel = {key: v[idx] for key, v in cat.items()}
     m = cvalid
     contacts = Contacts(

@@ -230,9 +230,10 @@ def _check_joints(scene: Scene) -> None:
                 f"scene {scene.name!r}: joint type {j.type!r} is not in odelib.JOINT_SETUP")
 
 
-def build_jaxode(scene: Scene, solver: str = "pgs"):
+def build_jaxode(scene: Scene, solver: str = "pgs", **build_args):
     """The scene as a jaxode Model, in the precision active at call time
-    (``solver``: WorldBuilder's; "direct" to compare with dWorldStep)."""
+    (``solver``: WorldBuilder's; "direct" to compare with dWorldStep;
+    ``build_args``: WorldBuilder.build's, as contact_capacity)."""
     import jaxode
 
     _check_joints(scene)
@@ -265,7 +266,7 @@ def build_jaxode(scene: Scene, solver: str = "pgs"):
             raise ValueError(f"scene {scene.name!r}: unknown geom type {g.type!r}")
     for j in scene.joints:
         getattr(b, f"add_{j.type}")(j.body1, j.body2, **j.geometry, **j.params)
-    return b.build()
+    return b.build(**build_args)
 
 
 def build_ode(scene: Scene, stepper: str = "quick"):
