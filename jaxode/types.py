@@ -110,7 +110,10 @@ class Model:
     Collision: pair_groups (static structure), contact_capacity (contacts kept
       per step, all pairs together).
     Joints: joint_groups (one JointGroup per joint type), njoint, joint_index
-      (per global joint: (type, position in its group), static).
+      (per global joint: (type, position in its group), static); joint_order
+      (static): the joints in the order ODE's island walk hands them to
+      QuickStep (:func:`jaxode.build.builder.ode_joint_order`; empty: group order),
+      the order of the joint rows the solver sweeps.
     Solver: iterations (QuickStep iterations, static), solver name, reorder_seed
       (the seed of ODE's generator for pgs' row shuffles, static).
     Friction features (static, set by the builder so that unused features cost
@@ -155,6 +158,7 @@ class Model:
     contact_capacity: int = static_field(default=0)
     njoint: int = static_field(default=0)
     joint_index: tuple = static_field(default=())
+    joint_order: tuple = static_field(default=())
     iterations: int = static_field(default=20)
     solver: str = static_field(default="pgs")
     friction_cone: bool = static_field(default=False)

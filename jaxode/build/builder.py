@@ -158,6 +158,45 @@ def _auto_disable_settings(where: str, flag, linear_threshold, angular_threshold
         time=_param("body_auto_disable_time", time, f"{where}: auto_disable_time"))
 
 
+def ode_joint_order(nbody: int, joints) -> tuple:
+    """The joints (indices into ``joints``, a list of (body1, body2) with None for
+    the static world) in the order ODE 0.16 hands them to QuickStep when they
+    were created in list order after the bodies: ``dxProcessIslands``
+    (``util.cpp``) walks the islands depth first from ``world->firstbody`` (the
+    body created last: ODE prepends new bodies), and lists each body's joints
+    newest first (``dJointAttach`` prepends). jaxode sweeps the joint rows in
+    this order (the order decides what 20 unconverged iterations leave, and an
+    order other than ODE's let fuzzed joint chains gain energy where ODE stays
+    calm: docs/RELIABILITY.md). Contacts, which ODE's walk also follows, are
+    left out: jaxode's contact rows come after the joint rows."""
+    lists = {b: [] for b in range(nbody)}
+    for ji, (b1, b2) in enumerate(joints):
+        for b in (b1, b2):
+            if b is not None:
+                lists[b].insert(0, ji)
+    tagged_b, tagged_j, order = set(), set(), []
+    for start in reversed(range(nbody)):
+        if start in tagged_b:
+            continue
+        tagged_b.add(start)
+        stack, b = [], start
+        while True:
+            for ji in lists[b]:
+                if ji in tagged_j:
+                    continue
+                tagged_j.add(ji)
+                order.append(ji)
+                b1, b2 = joints[ji]
+                other = b2 if b1 == b else b1
+                if other is not None and other not in tagged_b:
+                    tagged_b.add(other)
+                    stack.append(other)
+            if not stack:
+                break
+            b = stack.pop()
+    return tuple(order)
+
+
 class WorldBuilder:
     """Collects a scene with ODE's World parameters (ODE manual, World chapter).
 
@@ -1152,6 +1191,7 @@ class WorldBuilder:
             trimeshes=meshes, trimesh_geom=mesh_geom,
             pair_groups=tuple(pair_groups), joint_groups=joint_groups, params=params,
             njoint=len(self.joints), joint_index=joint_index,
+            joint_order=ode_joint_order(nbody, [(j["body1"], j["body2"]) for j in self.joints]),
             contact_capacity=int(contact_capacity), iterations=self.iterations, solver=self.solver,
             reorder_seed=self.reorder_seed,
             auto_disable=bool(adis_on),

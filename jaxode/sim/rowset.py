@@ -10,6 +10,7 @@ force and each joint's dJointFeedback.
 from __future__ import annotations
 
 import jax
+import numpy as np
 import jax.numpy as jnp
 
 from jaxode.sim import autodisable, constraint
@@ -22,6 +23,28 @@ from jaxode.types import Model, Params, State
 def block_width(model: Model) -> int:
     """Tail rows per contact: t1, t2 friction, plus rolling t1, t2 and spinning."""
     return 5 if model.angular_friction else 2
+
+
+def joint_row_order(model: Model, layout: tuple):
+    """The joint rows' positions (the groups' order, ``layout`` (m, nj) per group)
+    listed joint by joint in ``Model.joint_order`` (ODE's island walk), a numpy
+    permutation; None when that is the groups' order already (or no order is set)."""
+    if not model.joint_order:
+        return None
+    start, offset = {}, 0
+    for g, (m, nj) in zip(model.joint_groups, layout):
+        start[g.type] = (offset, m)
+        offset += m * nj
+    perm = []
+    for j in model.joint_order:
+        t, k = model.joint_index[j]
+        off, m = start[t]
+        perm.extend(range(off + k * m, off + (k + 1) * m))
+    perm = np.asarray(perm, dtype=np.int32)
+    if perm.shape[0] != offset:
+        raise ValueError(f"Model.joint_order lists {len(model.joint_order)} joints whose rows "
+                         f"number {perm.shape[0]}; the joint groups have {offset} rows")
+    return None if np.array_equal(perm, np.arange(offset)) else perm
 
 
 def _cat(tables) -> Rows:
@@ -38,7 +61,11 @@ def build(model: Model, params: Params, b: Bodies, c: Collision,
     jt = joint_stage.rows(model, params, b)
     njrows = sum(t.c.shape[0] for t in jt.tables)
     if jt.tables:
-        head = _cat(jt.tables + [head])
+        joint_head = _cat(jt.tables)
+        perm = joint_row_order(model, jt.layout)
+        if perm is not None:   # ODE's island order (Model.joint_order)
+            joint_head = Rows(*(jnp.take(a, perm, axis=0) for a in joint_head))
+        head = _cat([joint_head, head])
         tail = tail._replace(findex=jnp.where(tail.findex >= 0, tail.findex + njrows, -1))
     if enabled is not None:
         head = head._replace(active=head.active & autodisable.row_mask(
@@ -57,7 +84,13 @@ def record(model: Model, state: State, rows: RowSet, c: Collision, lam_head: jax
     dtype = state.pos.dtype
     lam_j, lam_n = lam_head[:rows.njoint_rows], lam_head[rows.njoint_rows:]
     force = jnp.concatenate([lam_n[:, None], lam_tail.reshape(-1, rows.block)[:, :2]], axis=1)
-    feedback = joint_stage.feedback(model, rows.head, rows.joint_layout, lam_j,
+    joint_head = rows.head
+    perm = joint_row_order(model, rows.joint_layout)
+    if perm is not None:   # back to the joint groups' order
+        inv = np.argsort(perm)
+        lam_j = jnp.take(lam_j, inv, axis=0)
+        joint_head = Rows(*(jnp.take(a[:rows.njoint_rows], inv, axis=0) for a in rows.head))
+    feedback = joint_stage.feedback(model, joint_head, rows.joint_layout, lam_j,
                                     state.joint_feedback)
     if enabled is not None and state.joint_feedback is not None and model.njoint:
         live = jnp.zeros((model.njoint,), bool)
