@@ -112,7 +112,9 @@ class Model:
     Joints: joint_groups (one JointGroup per joint type), njoint, joint_index
       (per global joint: (type, position in its group), static).
     Solver: iterations (QuickStep iterations, static), solver name, reorder_seed
-      (the seed of ODE's generator for pgs' row shuffles, static).
+      (the seed of ODE's generator for pgs' row shuffles, static), reorder
+      (which rows pgs shuffles: "joints" or "ode", static; see
+      docs/ODE_FEATURES.md 6).
     Friction features (static, set by the builder so that unused features cost
     nothing): friction_cone (some pair uses the cone model), angular_friction
     (some surface has rolling or spinning friction: three extra rows per contact),
@@ -154,6 +156,11 @@ class Model:
     material_names: tuple = static_field(default=())
     friction_box: bool = static_field(default=False)
     reorder_seed: int = static_field(default=0)
+    reorder: str = static_field(default="joints")
+
+
+#: Model.reorder values: which rows pgs shuffles (docs/ODE_FEATURES.md 6)
+REORDERS = ("joints", "ode")
 
 
 @pytree_dataclass
@@ -197,7 +204,11 @@ class State:
       left as it was); either way the world is frozen until reset and the
       other worlds of a batch are untouched;
     joint_feedback (njoint, 4, 3): ODE's dJointFeedback f1, t1, f2, t2 [N, N m]
-      of the last step (force and torque each joint applied to its bodies).
+      of the last step (force and torque each joint applied to its bodies);
+    rng () uint32: ODE's random generator state (dRandGetSeed) from which a
+      model with ``reorder="ode"`` draws QuickStep's row shuffles, per world
+      (``init`` sets ``model.reorder_seed``; set it per world to seed a batch);
+      None for other models.
     """
 
     pos: jax.Array
@@ -213,6 +224,7 @@ class State:
     overflow_contacts: jax.Array
     nonfinite: jax.Array
     joint_feedback: jax.Array = None
+    rng: jax.Array = None
 
 
 @pytree_dataclass

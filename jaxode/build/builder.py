@@ -22,7 +22,7 @@ from jaxode.sim.collision import trimesh_trimesh
 from jaxode.sim.collision import contact as ct
 from jaxode.build.surface import Surface
 from jaxode.build import materials as mat_lib
-from jaxode.types import FRICTION_MODELS, Model, PairGroup, Params
+from jaxode.types import FRICTION_MODELS, REORDERS, Model, PairGroup, Params
 from jaxode.sim import joints as jt
 from jaxode.sim import narrowphase, pipeline
 from jaxode import params_spec
@@ -139,6 +139,12 @@ class WorldBuilder:
     reorder_seed: the seed of ODE's generator (dRandSetSeed) from which pgs draws
     QuickStep's row shuffles (default 0, ODE's at library start; a static model
     option: see docs/ODE_FEATURES.md).
+    reorder: which rows ``pgs`` shuffles before iterations 8, 16, ...:
+    ``"joints"`` (the default: the joint rows, drawn from a table indexed by the
+    step number; contact rows keep ODE's initial order) or ``"ode"`` (every
+    row of the world, as ODE 0.16's QuickStep shuffles its island's rows, from
+    ODE's generator carried per world in ``State.rng``, seeded with
+    ``reorder_seed``; pgs only, no cone friction). See docs/ODE_FEATURES.md 6.
     """
 
     SOLVERS = tuple(pipeline.SOLVERS)
@@ -150,10 +156,16 @@ class WorldBuilder:
                  angular_damping: float = 0.0, linear_damping_threshold: float = 0.01,
                  angular_damping_threshold: float = 0.01,
                  max_angular_speed: float = math.inf, friction_model: str = "pyramid",
-                 solver: str = "pgs", reorder_seed: int = 0):
+                 solver: str = "pgs", reorder_seed: int = 0, reorder: str = "joints"):
         if solver not in self.SOLVERS:
             raise ValueError(f"solver must be one of {self.SOLVERS} (got {solver!r})")
         self.solver = solver
+        if reorder not in REORDERS:
+            raise ValueError(f"reorder must be one of {REORDERS} (got {reorder!r})")
+        if reorder == "ode" and solver != "pgs":
+            raise ValueError(f"reorder='ode' (ODE 0.16's shuffle of every row) needs solver "
+                             f"'pgs' (got solver {solver!r})")
+        self.reorder = reorder
         if not isinstance(reorder_seed, (int, np.integer)) or not 0 <= reorder_seed < 2 ** 32:
             raise ValueError(f"reorder_seed must be an integer in [0, 2**32) (ODE's dRandSetSeed; "
                              f"got {reorder_seed!r})")
@@ -1020,7 +1032,7 @@ class WorldBuilder:
             pair_groups=tuple(pair_groups), joint_groups=joint_groups, params=params,
             njoint=len(self.joints), joint_index=joint_index,
             contact_capacity=int(contact_capacity), iterations=self.iterations, solver=self.solver,
-            reorder_seed=self.reorder_seed,
+            reorder_seed=self.reorder_seed, reorder=self.reorder,
             friction_cone=any(int(grp.friction.max()) == FRICTION_MODELS["cone"]
                               for grp in pair_groups if grp.geom1.shape[0]),
             friction_box=any(bool(np.any(np.asarray(grp.friction) == FRICTION_MODELS["box"]))

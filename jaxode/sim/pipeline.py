@@ -23,8 +23,11 @@ def physics_step(model: Model, state: State, params: Params, dt: jax.Array) -> S
     found = narrowphase.detect(model, state)                   # contacts
     rows = rowset.build(model, params, bodies, found)          # joint + contact rows
     bodies = dynamics.accelerate(bodies, rows)                 # M^-1 f, QuickStep's rhs
-    sol = solver.solve_rows(model, rows, bodies, params, state.time)  # lambdas, fc = M^-1 J^T lambda
+    sol = solver.solve_rows(model, rows, bodies, params, state.time,  # lambdas, fc = M^-1 J^T lambda
+                            rng=state.rng)
     new = integrate.advance(model, params, state, bodies, sol.fc)
+    if sol.rng is not None:  # reorder="ode": ODE's generator after the step's shuffles
+        new = new.replace(rng=sol.rng)
     return new.replace(
         **rowset.record(model, state, rows, found, sol.lam_head, sol.lam_tail),
         ncontact=found.nfound.astype(jnp.int32),
