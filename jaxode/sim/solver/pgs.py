@@ -32,11 +32,19 @@ count differs from world 0's (an auto-reset episode) gets world 0's
 permutations, so replaying it alone reproduces it only where its joint rows
 converge (or the scene has no joint rows). Documented differences from ODE:
 contact rows keep their order (ODE shuffles all rows, contact rows with the
-joint rows: ``ConstraintsReorderingHelper`` over all ``m`` rows), and ODE's
+joint rows: ``ConstraintsReorderingHelper`` over all ``m`` rows; the model
+option ``reorder="ode"`` does that, :func:`ode_sweeps`), and ODE's
 island walk (``util.cpp`` ``dxProcessIslands``) lists each body's joints newest
 first, so it solves one body's contacts in the reverse of the order they were
 created, where jaxode solves them in slot order. All only matter where 20
 iterations leave the problem unconverged.
+
+``reorder="ode"`` (:func:`ode_sweeps`): every row of the world, joint, normal
+and friction rows, in ODE's initial order and shuffled as ODE shuffles its
+island's m existing rows, with ODE's generator carried per world
+(``State.rng``): a friction row may come before its normal row and is then
+bounded by the normal's lambda of the previous sweep, as in ODE. The orders
+differ per world, so row data and body forces are gathered per world.
 
 Each sweep is two loops (head rows, then tail contacts) whose per-unit data are
 loop inputs; a unit is updated by :func:`jaxode.sim.solver.core.row_update` /

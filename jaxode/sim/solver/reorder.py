@@ -21,6 +21,12 @@ step: every step sees the same shuffles (ODE's continue the global sequence,
 so its exact orders depend on everything stepped before; its results over
 seeds are a spread, see ``conformance.harness.ode_spread``). Static orders
 keep the row data of a batch of worlds aligned (one order for all worlds).
+
+``reorder="ode"`` (the functions at the end: :func:`ode_orders`) draws instead,
+in the traced step and per world, ODE's very shuffles of all the world's
+existing rows from the generator state carried in ``State.rng``: exact for a
+world that is one ODE island (ODE shuffles each island's rows separately, one
+island after the other).
 """
 from __future__ import annotations
 
