@@ -181,14 +181,14 @@ def solve_pgs(head, tail, inv_mass, inv_inertia, rhs_body, h, sor, iterations: i
     """``solve("pgs", ...)`` as a tuple (lam_head, lam_tail, fc); ``reorder`` leading
     head rows are shuffled at iterations 8, 16, ... as QuickStep does."""
     return tuple(solve("pgs", head, tail, inv_mass, inv_inertia, rhs_body, h, sor, iterations,
-                       block, cone, cone_rows, reorder=int(reorder)))
+                       block, cone, cone_rows, reorder=int(reorder)))[:3]
 
 
 def solve_colored(head, tail, inv_mass, inv_inertia, rhs_body, h, sor, iterations: int,
                   block: int = 2, cone: bool = False, cone_rows=None, colours: int = COLOURS):
     """``solve("colored", ...)`` as a tuple (lam_head, lam_tail, fc)."""
     return tuple(solve("colored", head, tail, inv_mass, inv_inertia, rhs_body, h, sor,
-                       iterations, block, cone, cone_rows, colours=colours))
+                       iterations, block, cone, cone_rows, colours=colours))[:3]
 
 
 __all__ = ["COLOURS", "SOLVERS", "SWEEPS", "Solution", "colour", "cone_project", "friction_bounds",
