@@ -13,6 +13,7 @@ from jaxode.build import mass  # noqa: E402
 from jaxode.api import (add_force, add_force_at_pos, add_force_at_rel_pos, add_rel_force,
                         add_rel_force_at_pos, add_rel_force_at_rel_pos, add_rel_torque,
                         add_torque, init, rollout, step)
+from jaxode.api import disable, enable, is_enabled  # noqa: E402
 from jaxode.build.builder import WorldBuilder
 from jaxode.joint_api import (add_hinge_torque, add_slider_force, hinge_angle, hinge_angle_rate,
                               joint_feedback, slider_position, slider_position_rate)
@@ -33,7 +34,7 @@ from jaxode.tools.sweep import SweepResult, sweep  # noqa: E402
 from jaxode.tools.rendering import Camera, render, render_trajectory, save_gif  # noqa: E402
 from jaxode.tools.rendering import grid as render_grid  # noqa: E402
 from jaxode.sharding import map_worlds, shard_worlds, world_mesh  # noqa: E402
-from jaxode.types import Contacts, Model, Params, State, Trajectory, batch
+from jaxode.types import AutoDisableState, Contacts, Model, Params, State, Trajectory, batch
 from jaxode import params_spec  # noqa: E402
 from jaxode.params_spec import check_params  # noqa: E402
 from jaxode.api import check_state  # noqa: E402
@@ -59,9 +60,11 @@ __all__ = [
     "check_params", "check_state", "params_spec",
     "WorldBuilder", "Surface", "erp_cfm_from_kp_kd", "MaterialTable", "load_materials",
     "set_material_pair", "Model", "Params", "State", "Contacts", "Trajectory",
+    "AutoDisableState",
     "init", "step", "rollout", "batch", "mass", "sweep", "SweepResult", "metrics",
     "add_force", "add_torque", "add_rel_force", "add_rel_torque", "add_force_at_pos",
     "add_force_at_rel_pos", "add_rel_force_at_pos", "add_rel_force_at_rel_pos",
+    "enable", "disable", "is_enabled",
     "hinge_angle", "hinge_angle_rate", "slider_position", "slider_position_rate",
     "joint_feedback", "add_hinge_torque", "add_slider_force",
     "universal_angle1", "universal_angle2", "universal_angle1_rate", "universal_angle2_rate",

@@ -10,13 +10,15 @@ from jax.custom_batching import custom_vmap
 
 from jaxode.sim import math as jm
 from jaxode import compile_notice, params_spec
+from jaxode.sim import autodisable
 from jaxode.sim.pipeline import guarded_step
 from jaxode.types import Contacts, Model, Params, State, Trajectory
 
 
 def init(model: Model) -> State:
     """The initial state of the scene as built: ``model.init_pos``, ``init_quat``,
-    ``init_vel`` and ``init_angvel``, with zero accumulators, time and contacts."""
+    ``init_vel`` and ``init_angvel``, with zero accumulators, time and contacts
+    (with ``model.auto_disable``: every body enabled, empty velocity buffers)."""
     ini = {k: getattr(model, "init_" + k) for k in ("pos", "quat", "vel", "angvel")}
     missing = [k for k, v in ini.items() if v is None]
     if missing:
@@ -30,12 +32,14 @@ def init(model: Model) -> State:
     contacts = Contacts(pos=jnp.zeros((cap, 3), dtype), normal=jnp.zeros((cap, 3), dtype),
                         depth=jnp.zeros((cap,), dtype), geom1=zi, geom2=zi, friction=zi,
                         valid=jnp.zeros((cap,), bool), force=jnp.zeros((cap, 3), dtype))
+    enabled, adis = autodisable.initial(model, dtype) if model.auto_disable else (None, None)
     return State(pos=f(ini["pos"]), quat=f(ini["quat"]), vel=f(ini["vel"]), angvel=f(ini["angvel"]),
                  force=jnp.zeros((nb, 3), dtype), torque=jnp.zeros((nb, 3), dtype),
                  time=jnp.zeros((), dtype), contacts=contacts, ncontact=jnp.zeros((), jnp.int32),
                  overflow_pairs=jnp.zeros((), jnp.int32), overflow_contacts=jnp.zeros((), jnp.int32),
                  nonfinite=jnp.zeros((), bool),
                  joint_feedback=jnp.zeros((model.njoint, 4, 3), dtype),
+                 body_enabled=enabled, auto_disable=adis,
                  rng=(jnp.asarray(model.reorder_seed, jnp.uint32)
                       if getattr(model, "reorder", "joints") == "ode" else None))
 
@@ -88,6 +92,25 @@ def check_state(model: Model, state, where: str = "state", batch_ndim: int = 0) 
                 msg += "; is this a state of another model? (jaxode.init(model) makes one)"
             raise ValueError(msg)
         lead = b
+    if model.auto_disable:
+        size = model.auto_disable_buffer
+        a = state.auto_disable
+        if state.body_enabled is None or a is None:
+            raise ValueError(f"{where}.body_enabled is None but this model has auto-disable "
+                             "(Model.auto_disable): make the state with jaxode.init(model)")
+        for name, x, shp in (("body_enabled", state.body_enabled, (nb,)),
+                             ("auto_disable.lvel", a.lvel, (nb, size, 3)),
+                             ("auto_disable.avel", a.avel, (nb, size, 3)),
+                             ("auto_disable.counter", a.counter, (nb,)),
+                             ("auto_disable.ready", a.ready, (nb,)),
+                             ("auto_disable.steps_left", a.steps_left, (nb,)),
+                             ("auto_disable.time_left", a.time_left, (nb,)),
+                             ("auto_disable.reset", a.reset, (nb,))):
+            got = tuple(jnp.shape(x))
+            if got[batch_ndim:] != shp or len(got) != batch_ndim + len(shp):
+                raise ValueError(f"{where}.{name} must have shape {shp} for this model "
+                                 f"(nbody={nb}, auto_disable_buffer={size}) (got shape {got}); "
+                                 "is this a state of another model?")
     got = tuple(jnp.shape(state.contacts.depth))
     if got[batch_ndim:] != (cap,):
         raise ValueError(f"{where}.contacts.depth must have shape ({cap},) (the model's "
@@ -118,7 +141,9 @@ def _check_inputs(model: Model, state: State, params, dt):
 
 def _guard_inputs(state: State, params: Params, dt) -> State:
     """Run-time checks of what only the traced values show: params out of range,
-    dt outside [DT_MIN, DT_MAX], a zero or non-finite quaternion. A world that
+    dt outside [DT_MIN, DT_MAX], a zero or non-finite quaternion, a position,
+    velocity or angular velocity that is not finite or beyond
+    :func:`jaxode.params_spec.state_bound` (its square overflows). A world that
     fails is flagged (``state.nonfinite``) and left untouched (the step then
     keeps it frozen, as the non-finite guard does). A finite, non-zero
     quaternion that is not unit is normalised, as ODE's dBodySetQuaternion does
@@ -132,7 +157,11 @@ def _guard_inputs(state: State, params: Params, dt) -> State:
     qn = qs / jnp.sqrt(jnp.sum(qs * qs, axis=-1, keepdims=True))
     tol = 1000 * jnp.finfo(dtype).eps
     unit = jnp.abs(jnp.sum(q * q, axis=-1, keepdims=True) - 1) <= tol
-    ok = good_q & params_spec.values_ok(params) & params_spec.dt_ok(dt)
+    bound = params_spec.state_bound(dtype)
+    good_x = jnp.asarray(True)
+    for x in (state.pos, state.vel, state.angvel):
+        good_x = good_x & jnp.all(jnp.abs(x) <= bound)  # false for NaN and inf
+    ok = good_q & good_x & params_spec.values_ok(params) & params_spec.dt_ok(dt)
     quat = jnp.where(ok & ~unit, qn.astype(dtype), q)
     return state.replace(quat=quat, nonfinite=state.nonfinite | ~ok)
 
@@ -374,3 +403,38 @@ def add_rel_force_at_rel_pos(state: State, body: int, force, pos) -> State:
     r = _rot(state, body)
     p = state.pos[body] + r @ _vec3(state, "pos", pos, "m")
     return add_force_at_pos(state, body, r @ _vec3(state, "force", force, "N"), p)
+
+
+# ------------------------------------------------------- enabling and disabling
+def _enabled_field(state: State, body, who: str) -> None:
+    _check_body(state, body)
+    if state.body_enabled is None:
+        raise ValueError(f"{who}: this state has no body_enabled (the model was built without "
+                         "auto-disable): build with WorldBuilder(auto_disable=True) or "
+                         "add_body(..., auto_disable=True); params.body_auto_disable = 0 then "
+                         "keeps a body from disabling itself")
+
+
+def enable(state: State, body: int) -> State:
+    """dBodyEnable: the body is stepped again from the next step on, and its idle
+    countdowns restart from ``params.body_auto_disable_steps`` / ``_time``
+    (as ODE resets ``adis_stepsleft`` / ``adis_timeleft``; the velocity buffer is
+    kept). Needs a model with auto-disable (``Model.auto_disable``)."""
+    _enabled_field(state, body, "enable")
+    a = state.auto_disable
+    return state.replace(body_enabled=state.body_enabled.at[body].set(True),
+                         auto_disable=a.replace(reset=a.reset.at[body].set(True)))
+
+
+def disable(state: State, body: int) -> State:
+    """dBodyDisable: the body is frozen (not stepped; its velocity and force
+    accumulators are kept) until an enabled body reaches it through a joint or
+    contact, or :func:`enable`. Needs a model with auto-disable."""
+    _enabled_field(state, body, "disable")
+    return state.replace(body_enabled=state.body_enabled.at[body].set(False))
+
+
+def is_enabled(state: State, body: int) -> jax.Array:
+    """dBodyIsEnabled: bool scalar (``state.body_enabled[body]``; vmap for batches)."""
+    _enabled_field(state, body, "is_enabled")
+    return state.body_enabled[body]

@@ -56,6 +56,15 @@ _INF = math.inf
 DT_MIN = 1e-9
 DT_MAX = 10.0
 
+def state_bound(dtype) -> float:
+    """The largest |component| [m, m/s, rad/s] of a body's position, velocity or
+    angular velocity whose 3-vector's squared length stays finite in ``dtype``:
+    sqrt(finfo.max / 3) (1.07e19 float32, 7.7e153 float64). The builder refuses
+    larger initial values; ``step``/``rollout`` flag a world whose state holds
+    one (``State.nonfinite``)."""
+    return float(np.sqrt(np.finfo(dtype).max / 3.0))
+
+
 ENTITIES = ("world", "body", "geom", "joint_axis", "joint", "material_pair")
 
 @dataclasses.dataclass(frozen=True)
@@ -292,6 +301,22 @@ SPECS_LIST = (
               "(\"friction\"): dParamVel 0, dParamFMax friction), replacing joint_vel and "
               "joint_fmax; 0: off", unit="N m or N", inf_ok=True, default=0.0, switch="none",
               **_NONNEG),
+    # ------------------------------------- ODE's auto-disable (docs/ODE_FEATURES.md 5)
+    ParamSpec("body_auto_disable", "body", "dBodySetAutoDisableFlag: 1 = the body disables "
+              "itself once idle (0 = never; values in between count as 1)", default=0.0,
+              switch="flag:auto_disable", **_UNIT),
+    ParamSpec("body_auto_disable_linear_threshold", "body", "dBodySetAutoDisableLinear"
+              "Threshold: idle when |average linear velocity| <= this", unit="m/s",
+              inf_ok=True, default=0.01, switch="flag:auto_disable", **_NONNEG),
+    ParamSpec("body_auto_disable_angular_threshold", "body", "dBodySetAutoDisableAngular"
+              "Threshold: idle when |average angular velocity| <= this", unit="rad/s",
+              inf_ok=True, default=0.01, switch="flag:auto_disable", **_NONNEG),
+    ParamSpec("body_auto_disable_steps", "body", "dBodySetAutoDisableSteps: idle steps "
+              "before disabling (an integer)", unit="steps", default=10.0,
+              switch="flag:auto_disable", **_NONNEG),
+    ParamSpec("body_auto_disable_time", "body", "dBodySetAutoDisableTime: idle time before "
+              "disabling (both it and the steps must have run out)", unit="s", default=0.0,
+              switch="flag:auto_disable", **_NONNEG),
 )
 
 #: name -> ParamSpec, in Params' field order.
@@ -447,7 +472,9 @@ def check_params(model, params, where: str = "params", values: bool = True) -> N
         if x is None:
             need = (spec.switch == "always"
                     or (spec.switch == "joints" and model.njoint > 0)
-                    or (spec.switch == "materials" and len(model.material_names) > 0))
+                    or (spec.switch == "materials" and len(model.material_names) > 0)
+                    or (spec.switch == "flag:auto_disable"
+                        and getattr(model, "auto_disable", False)))
             if need:
                 raise ValueError(f"{where}.{spec.name} is None but this model needs it "
                                  f"(expected shape {spec.shape_for(model)}: {spec.doc})")

@@ -120,6 +120,14 @@ class Model:
     (some surface has rolling or spinning friction: three extra rows per contact),
     friction_box (some pair uses the box model: ``pgs`` then solves those
     friction rows among the normal rows, in ODE's order).
+    Auto-disable (ODE's dBodySetAutoDisable*, docs/ODE_FEATURES.md section 5):
+    auto_disable (static) the step carries the enable/disable machinery (set
+    when the world or a body had the flag at build time; off: the step is the
+    one without it, bit for bit); body_auto_disable_samples (nbody,) int32
+    dBodySetAutoDisableAverageSamplesCount per body (0: never idle);
+    auto_disable_buffer (static) the velocity ring buffer's length, the
+    largest of them (at least 1). The other settings are per-world
+    ``Params.body_auto_disable*``.
     """
 
     nbody: int = static_field()
@@ -156,6 +164,9 @@ class Model:
     material_names: tuple = static_field(default=())
     friction_box: bool = static_field(default=False)
     reorder_seed: int = static_field(default=0)
+    auto_disable: bool = static_field(default=False)
+    body_auto_disable_samples: jax.Array = None
+    auto_disable_buffer: int = static_field(default=1)
     reorder: str = static_field(default="joints")
 
 
@@ -185,6 +196,31 @@ class Contacts:
 
 
 @pytree_dataclass
+class AutoDisableState:
+    """ODE's per-body auto-disable bookkeeping (dxBody's average_* and adis_*
+    fields; util.cpp dInternalHandleAutoDisabling).
+
+    lvel, avel (nbody, S, 3): the ring buffer of sampled linear [m/s] and
+    angular [rad/s] velocities (S = ``Model.auto_disable_buffer``; a body uses
+    its first ``body_auto_disable_samples`` slots); counter (nbody,) int32 the
+    next slot; ready (nbody,) bool the buffer has been filled once;
+    steps_left (nbody,) idle steps still to go, time_left (nbody,) [s] idle
+    time still to go; reset (nbody,) bool: the countdowns restart from the
+    params' ``body_auto_disable_steps`` / ``_time`` at the next step (set by
+    :func:`jaxode.init` and :func:`jaxode.enable`, as dBodyCreate and
+    dBodyEnable do).
+    """
+
+    lvel: jax.Array
+    avel: jax.Array
+    counter: jax.Array
+    ready: jax.Array
+    steps_left: jax.Array
+    time_left: jax.Array
+    reset: jax.Array
+
+
+@pytree_dataclass
 class State:
     """Dynamic state of one world (structure of arrays).
 
@@ -208,7 +244,10 @@ class State:
     rng () uint32: ODE's random generator state (dRandGetSeed) from which a
       model with ``reorder="ode"`` draws QuickStep's row shuffles, per world
       (``init`` sets ``model.reorder_seed``; set it per world to seed a batch);
-      None for other models.
+      None for other models;
+    body_enabled (nbody,) bool: dBodyIsEnabled (a disabled body is frozen:
+      not stepped, zero velocity kept, accumulators kept); auto_disable: the
+      :class:`AutoDisableState`. Both None unless ``Model.auto_disable``.
     """
 
     pos: jax.Array
@@ -224,6 +263,8 @@ class State:
     overflow_contacts: jax.Array
     nonfinite: jax.Array
     joint_feedback: jax.Array = None
+    body_enabled: jax.Array = None
+    auto_disable: AutoDisableState = None
     rng: jax.Array = None
 
 

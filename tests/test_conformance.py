@@ -132,3 +132,10 @@ def test_batch_worlds_run_in_one_vmapped_call():
         # each batch world has its own parameters (world, surfaces or joint parameters)
         params = {repr((w.world, w.geoms, w.joints)) for w in b.worlds}
         assert len(params) == len(b.worlds), f"{b.name}: two worlds have the same parameters"
+    # every plain scene of a batch's structure rides along (one compile, float32 checked):
+    # a model field that differs per world but is not a parameter would silently stop that
+    for s in singles:
+        for names, worlds in calls:
+            assert (s.structure(), s.steps, s.dt) != (worlds[0].structure(), worlds[0].steps,
+                                                      worlds[0].dt), (
+                f"{s.name} has the structure of {names[0]} but does not ride along")

@@ -47,3 +47,40 @@ def test_load_rejects_foreign_file(tmp_path):
     with pytest.raises(ValueError, match="not a jaxode save file"):
         load(tmp_path / "x.npz")
 
+
+
+def test_load_names_the_file_and_what_is_wrong(tmp_path):
+    """A save file is versioned and validated on load: another format version, an
+    array missing from the archive, an empty file and a directory are each refused
+    with the path and the reason (no bare numpy/zipfile/JSON error)."""
+    m = _stack_builder().build()
+    good = tmp_path / "good.npz"
+    save(good, m, jaxode.init(m))
+    with np.load(good, allow_pickle=False) as z:
+        d = {k: z[k] for k in z.files}
+    assert int(d["__jaxode_format__"]) >= 2
+
+    def write(name, **change):
+        dd = dict(d)
+        for k, v in change.items():
+            if v is None:
+                dd.pop(k)
+            else:
+                dd[k] = v
+        p = tmp_path / name
+        with open(p, "wb") as f:
+            np.savez(f, **dd)
+        return p
+
+    with pytest.raises(ValueError, match=r"v1.npz: format version 1 is not supported"):
+        load(write("v1.npz", __jaxode_format__=np.int64(1)))
+    with pytest.raises(ValueError, match=r"miss.npz: .*array 'states/vel' is missing"):
+        load(write("miss.npz", **{"states/vel": None}))
+    with pytest.raises(ValueError, match=r"dtype.npz: .*states.quat must have shape \(2, 4\)"):
+        load(write("dtype.npz", **{"states/quat": np.zeros((2, 3), np.float32)}))
+    empty = tmp_path / "empty.npz"
+    empty.write_bytes(b"")
+    with pytest.raises(ValueError, match=r"empty.npz: not a .npz save file.*empty"):
+        load(empty)
+    with pytest.raises(FileNotFoundError):
+        load(tmp_path / "nope.npz")

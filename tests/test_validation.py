@@ -7,6 +7,7 @@ dBodySetQuaternion normalises), not outputs of our code."""
 import dataclasses
 import json
 import math
+import re
 import sys
 
 import jax
@@ -33,7 +34,9 @@ PARAMS_FIELDS = [
     "static_mu", "static_speed", "rolling", "spinning", "mat_friction", "mat_restitution",
     "mat_restitution_threshold", "mat_static_friction", "mat_static_speed", "mat_rolling",
     "mat_spinning", "mat_soft_erp", "mat_soft_cfm", "torsional", "patch_radius",
-    "surface_radius", "use_patch_radius", "joint_damping", "joint_friction"]
+    "surface_radius", "use_patch_radius", "joint_damping", "joint_friction",
+    "body_auto_disable", "body_auto_disable_linear_threshold",
+    "body_auto_disable_angular_threshold", "body_auto_disable_steps", "body_auto_disable_time"]
 
 
 def _scene():
@@ -127,10 +130,22 @@ def test_builder_velocity_must_be_finite():
     b = jaxode.WorldBuilder()
     with pytest.raises(ValueError, match=r"body 0: vel must be finite.*nan"):
         b.add_body(vel=(float("nan"), 0, 0))
-    b.add_body(vel=(1e30, 0, 0))  # ODE bounds no velocity; finite in float32 too
+    # ODE bounds no velocity, but the step squares it: |v|^2 must stay finite in
+    # the working dtype (float32 max 3.4e38: components up to sqrt(max / 3) = 1.07e19)
+    big = math.sqrt(np.finfo(jnp.zeros(()).dtype).max / 3)
+    b.add_body(vel=(0.9 * big, 0, 0), angvel=(0, 0, -0.9 * big), pos=(0.9 * big, 0, 0))
+    for kw in (dict(vel=(0, 1.1 * big, 0)), dict(angvel=(1.1 * big, 0, 0)),
+               dict(pos=(0, 0, -1.1 * big))):
+        name = next(iter(kw))
+        with pytest.raises(ValueError, match=rf"body 1: {name} must have every component "
+                                             rf"within {re.escape(f'+-{big:.3g}')}.*squared"):
+            b.add_body(**kw)
     if not jax.config.jax_enable_x64:
-        with pytest.raises(ValueError, match=r"vel must be finite in the working dtype"):
-            b.add_body(vel=(1e39, 0, 0))
+        with pytest.raises(ValueError, match=r"vel must.*1\.07e\+19.*1e\+30"):
+            b.add_body(vel=(1e30, 0, 0))
+    with pytest.raises(ValueError, match=r"body 1: quat must be a non-zero quaternion.*"
+                                         r"\(0\.0, 0\.0, 0\.0, 0\.0\)"):
+        b.add_body(quat=(0, 0, 0, 0))
 
 
 # ------------------------------------------------- max_vel = 0 (ODE accepts it)
@@ -254,6 +269,10 @@ def _bad_world(m, s, case):
         return s, p, -dt
     if case == "dt_nan":
         return s, p, dt * jnp.nan
+    if case == "vel_huge":  # its square overflows float32 (and 1e300 float64)
+        return s.replace(vel=s.vel.at[1, 0].set(1e300 if s.vel.dtype == jnp.float64 else 1e30)), p, dt
+    if case == "pos_inf":
+        return s.replace(pos=s.pos.at[0, 2].set(jnp.inf)), p, dt
     name, v = {"cfm": ("cfm", -1.0), "erp": ("erp", 2.0), "bounce": ("bounce", jnp.nan),
                "mass": ("body_mass", 0.0), "stop": ("joint_lo_stop", jnp.nan),
                "inertia": ("body_inertia", -1.0)}[case]
@@ -261,7 +280,8 @@ def _bad_world(m, s, case):
 
 
 @pytest.mark.parametrize("case", ["cfm", "erp", "bounce", "mass", "stop", "inertia",
-                                  "dt", "dt_nan", "quat_zero", "quat_nan"])
+                                  "dt", "dt_nan", "quat_zero", "quat_nan", "vel_huge",
+                                  "pos_inf"])
 def test_one_bad_world_is_flagged_and_frozen_others_bitwise_untouched(scene, batch_roll, case):
     m, s = scene
     s = s.replace(vel=s.vel.at[0, 0].set(0.3))
@@ -340,6 +360,19 @@ def test_cartpole_rejects_bad_actions():
     assert np.asarray(out.done).tolist() == [False, True, False]
 
 
+def test_continuous_env_action_errors_name_shape_and_range():
+    from jaxode.tools.envs import make
+    env = make("pendulum")
+    with pytest.raises(ValueError, match=r"env 'pendulum': action must have shape \(1,\) "
+                                         r"\(1 number\(s\) in \[-2, 2\] per world\) "
+                                         r"\(got shape \(17,\)\)"):
+        env.check_action(np.zeros(17))
+    with pytest.raises(ValueError, match=r"action must be finite.*nan"):
+        env.check_action(np.array([np.nan]))
+    with pytest.raises(TypeError, match=r"action must be real numbers.*<U1"):
+        env.check_action("x")
+
+
 # -------------------------------------------------------------- save files
 def _rewrite(path, src, change):
     with np.load(src, allow_pickle=False) as z:
@@ -366,7 +399,12 @@ def test_save_and_load_errors(scene, tmp_path):
         load(bad)
     bad = tmp_path / "garbage.npz"
     bad.write_bytes(b"\x00garbage" * 50)
-    with pytest.raises(ValueError, match=r"garbage.npz"):
+    with pytest.raises(ValueError, match=r"garbage.npz: not a .npz save file.*starts with "
+                                         r"b'PK'.*\\x00gar"):
+        load(bad)
+    bad = tmp_path / "empty.npz"
+    bad.write_bytes(b"")
+    with pytest.raises(ValueError, match=r"empty.npz: .*the file is empty"):
         load(bad)
 
     def shape(d):
@@ -409,6 +447,13 @@ def test_save_and_load_errors(scene, tmp_path):
         load(bad)
 
 
+@pytest.mark.parametrize("src", ["", "   \n", b""])
+def test_empty_scene_string_is_named(src):
+    for fn in (jaxode.load_sdf, jaxode.load_urdf):
+        with pytest.raises(ValueError, match=r"empty input.*file path or a string of XML"):
+            fn(src)
+
+
 def test_yaml_materials_without_pyyaml(tmp_path, monkeypatch):
     p = tmp_path / "m.yaml"
     p.write_text("materials: []\n")
@@ -426,3 +471,92 @@ def test_sweep_ranges_come_from_the_declaration(scene):
     assert len(r) == 2
     with pytest.raises(ValueError, match=r"contact_max_correcting_vel: values must be in \[0, inf\]"):
         jaxode.sweep(m, s, 2, H, {"contact_max_correcting_vel": [-1.0]}, metrics)
+
+
+# ------------------------------------------- resting contact within rounding
+def test_sphere_resting_exactly_on_a_plane_touches_in_the_working_precision():
+    """ODE's dCollideSpherePlane: a contact when depth >= 0. A sphere of radius
+    0.2 whose centre is its body's -0.1 plus a geom offset of 0.3 rests exactly
+    on the plane z = 0 (true depth 0), but -0.1 + 0.3 rounds to 0.20000002 in
+    float32: the computed depth is -1.5e-8. It must count as touching (depth 0),
+    while a real gap of 1 micrometre must not (Gazebo's SphereSlip lowball lost
+    its contact in 3 % of the steps this way and slid 3 % too fast)."""
+    from jaxode.sim.collision.contact import GeomWorld
+    from jaxode.sim.collision.sphere import sphere_plane
+    dt = jnp.zeros(()).dtype
+    plane = GeomWorld(pos=jnp.zeros(3, dt), rot=jnp.eye(3, dtype=dt), size=jnp.zeros(3, dt))
+
+    def ball(offset, gap=0.0):
+        c = jnp.asarray([0.0, 0.0, -0.1], dt) + jnp.asarray([0.0, 0.0, offset], dt) + gap
+        return GeomWorld(pos=c, rot=jnp.eye(3, dtype=dt), size=jnp.asarray([0.2, 0, 0], dt))
+
+    c = sphere_plane(ball(0.3), plane)
+    assert bool(c.valid[0]) and float(c.depth[0]) == 0.0
+    assert not bool(sphere_plane(ball(0.3, gap=1e-6), plane).valid[0])
+    # a real penetration is returned bit for bit
+    d = sphere_plane(ball(0.3, gap=-1e-3), plane)
+    assert bool(d.valid[0]) and float(d.depth[0]) == float(
+        jnp.asarray(0.2, dt) - (jnp.asarray(-0.1, dt) + jnp.asarray(0.3, dt) + jnp.asarray(-1e-3, dt)))
+
+
+@pytest.mark.extended
+def test_gazebo_sphere_slip_lowball_float32():
+    """Gazebo's physics_friction.cc SphereSlip, "lowball" models (test/worlds/
+    friction_spheres.world.erb): a sphere of radius 0.2 m with its centre of mass
+    0.3 m below its centre, mu 0.5, slip 0.2 or 0.1 (mass 1 or 2), on Gazebo's
+    ground plane (max_vel 0.01, min_depth 0), gravity (0, 2, -9.81), 5000 steps
+    of 1 ms: lateral speed g_y * mass * slip = 0.4 m/s within 1.5 %."""
+    from jaxode.build import mass as mass_lib
+    for mass, slip in ((1.0, 0.2), (2.0, 0.1)):
+        b = jaxode.WorldBuilder(gravity=(0, 2, -9.81), erp=0.2, cfm=0.0,
+                                contact_max_correcting_vel=100.0, contact_surface_layer=0.001,
+                                iterations=50)
+        b.add_plane(surface=jaxode.Surface(mu=100.0, mu2=50.0, max_vel=0.01, min_depth=0.0))
+        k = b.add_body(pos=(0, 0, -0.1),
+                       mass=mass_lib.from_inertia(mass, np.eye(3) * 0.4 * mass * 0.04))
+        b.add_sphere(0.2, body=k, pos=(0, 0, 0.3), surface=jaxode.Surface(
+            mu=0.5, mu2=0.5, slip1=slip, slip2=slip, max_vel=0.01, min_depth=0.0))
+        m = b.build()
+        fin, traj = jaxode.rollout(m, jaxode.init(m), 5000, 0.001)
+        assert abs(float(fin.vel[0, 1]) - 0.4) < 0.015 * 0.4, float(fin.vel[0, 1])
+        assert abs(float(fin.vel[0, 0])) < 1e-3 and abs(float(fin.vel[0, 2])) < 1e-3
+        assert int(np.sum(np.asarray(traj.ncontact) == 0)) == 0
+
+
+# -------------------------------------------------- candidate pairs at build
+def test_candidate_pairs_match_the_rules_by_brute_force():
+    """build()'s vectorised pair enumeration against a direct loop over the
+    rules (ODE's near callback: not both static, not the same body, category
+    against collide bits, not joined without collide, not excluded)."""
+    rng = np.random.default_rng(3)
+    b = jaxode.WorldBuilder()
+    b.add_plane()
+    b.add_box((1, 1, 1), pos=(5, 0, 0))
+    bits = [1, 2, 3, 0xFFFFFFFF]
+    for i in range(7):
+        k = b.add_body(pos=(i, 0, 1))
+        for _ in range(int(rng.integers(1, 3))):
+            kw = dict(body=k, category_bits=int(rng.choice(bits)),
+                      collide_bits=int(rng.choice(bits)))
+            [b.add_sphere, lambda r, **a: b.add_box((r, r, r), **a),
+             lambda r, **a: b.add_capsule(r, 0.2, **a)][int(rng.integers(0, 3))](0.1, **kw)
+    b.add_ball(0, 1, anchor=(0.5, 0, 1))
+    b.add_ball(2, 3, anchor=(2.5, 0, 1), collide=True)
+    b.exclude_pair(4, 6)
+    m = b.build()
+    got = sorted((int(x), int(y)) for g in m.pair_groups
+                 for x, y in zip(np.asarray(g.geom1), np.asarray(g.geom2)))
+    want = []
+    gs = b.geoms
+    for i in range(len(gs)):
+        for j in range(i + 1, len(gs)):
+            bi, bj = gs[i]["body"], gs[j]["body"]
+            if bi is None and bj is None or bi == bj:
+                continue
+            if not (gs[i]["category"] & gs[j]["collide"] or gs[j]["category"] & gs[i]["collide"]):
+                continue
+            if {bi, bj} in ({0, 1}, {4, 6}):
+                continue
+            want.append((i, j))
+    # each pair once, in either order (the narrowphase table decides geom 1)
+    assert sorted(tuple(sorted(p)) for p in got) == want and len(want) > 10

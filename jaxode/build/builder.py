@@ -46,6 +46,21 @@ def _vec(name: str, value, n: int) -> np.ndarray:
     return a
 
 
+def _state_vec(name: str, value) -> np.ndarray:
+    """A body's initial pos [m], vel [m/s] or angvel [rad/s]: a finite 3-vector
+    whose squared length stays finite in the working dtype (the step computes
+    squared speeds and distances): every component within
+    :func:`jaxode.params_spec.state_bound` (1.07e19 in float32, 7.7e153 in
+    float64). ODE bounds no position or velocity; beyond that bound nothing the
+    step computes from the value is meaningful."""
+    a = _vec(name, value, 3)
+    bound = params_spec.state_bound(np.float64 if jax.config.jax_enable_x64 else np.float32)
+    if np.any(np.abs(a) > bound):
+        raise ValueError(f"{name} must have every component within +-{bound:.3g} (its squared "
+                         f"length must stay finite in the working dtype) (got {value!r})")
+    return a
+
+
 def _scalar(name: str, value, lo=None, hi=None, lo_open=False, hi_open=False, allow_inf=False) -> float:
     try:
         v = float(value)
@@ -80,7 +95,8 @@ def _quat(name: str, q) -> np.ndarray:
     q = _vec(name, q, 4)
     n = np.linalg.norm(q)
     if n < 1e-12:
-        raise ValueError(f"{name} must be a non-zero quaternion (w, x, y, z) (got {tuple(q)})")
+        raise ValueError(f"{name} must be a non-zero quaternion (w, x, y, z) (got "
+                         f"{tuple(float(x) for x in q)})")
     return q / n
 
 
@@ -118,6 +134,30 @@ def _mat_to_quat(r: np.ndarray) -> np.ndarray:
     return q * (1 if q[0] >= 0 else -1) / np.linalg.norm(q)
 
 
+_ADIS_KEYS = ("flag", "linear_threshold", "angular_threshold", "average_samples", "steps",
+              "time")
+
+
+def _auto_disable_settings(where: str, flag, linear_threshold, angular_threshold,
+                           average_samples, steps, time) -> dict:
+    """ODE's auto-disable settings of the world or a body, checked (ValueError
+    naming the keyword, the range and the value)."""
+    if not isinstance(flag, (bool, np.bool_)):
+        raise ValueError(f"{where}: auto_disable must be True or False (got {flag!r})")
+    for name, v in (("auto_disable_average_samples", average_samples),
+                    ("auto_disable_steps", steps)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
+            raise ValueError(f"{where}: {name} must be an integer >= 0 (got {v!r})")
+    return dict(
+        flag=bool(flag),
+        linear_threshold=_param("body_auto_disable_linear_threshold", linear_threshold,
+                                f"{where}: auto_disable_linear_threshold"),
+        angular_threshold=_param("body_auto_disable_angular_threshold", angular_threshold,
+                                 f"{where}: auto_disable_angular_threshold"),
+        average_samples=int(average_samples), steps=int(steps),
+        time=_param("body_auto_disable_time", time, f"{where}: auto_disable_time"))
+
+
 class WorldBuilder:
     """Collects a scene with ODE's World parameters (ODE manual, World chapter).
 
@@ -145,6 +185,15 @@ class WorldBuilder:
     row of the world, as ODE 0.16's QuickStep shuffles its island's rows, from
     ODE's generator carried per world in ``State.rng``, seeded with
     ``reorder_seed``; pgs only, no cone friction). See docs/ODE_FEATURES.md 6.
+    Auto-disable (ODE's dWorldSetAutoDisable*, the defaults of bodies added
+    later; docs/ODE_FEATURES.md section 5): auto_disable (bool, default off as
+    in ODE); auto_disable_linear_threshold >= 0 [m/s] and
+    auto_disable_angular_threshold >= 0 [rad/s] (ODE's 0.01); an idle body's
+    averaged velocities are at most these; auto_disable_average_samples
+    (integer >= 0, ODE's 1; 0: never idle) velocity samples averaged;
+    auto_disable_steps (integer >= 0, ODE's 10) and auto_disable_time >= 0
+    [s] (ODE's 0): a body disables once idle for both. ``add_body`` takes the
+    same keywords per body (dBodySetAutoDisable*).
     """
 
     SOLVERS = tuple(pipeline.SOLVERS)
@@ -156,7 +205,11 @@ class WorldBuilder:
                  angular_damping: float = 0.0, linear_damping_threshold: float = 0.01,
                  angular_damping_threshold: float = 0.01,
                  max_angular_speed: float = math.inf, friction_model: str = "pyramid",
-                 solver: str = "pgs", reorder_seed: int = 0, reorder: str = "joints"):
+                 solver: str = "pgs", reorder_seed: int = 0, auto_disable: bool = False,
+                 auto_disable_linear_threshold: float = 0.01,
+                 auto_disable_angular_threshold: float = 0.01,
+                 auto_disable_average_samples: int = 1, auto_disable_steps: int = 10,
+                 auto_disable_time: float = 0.0, reorder: str = "joints"):
         if solver not in self.SOLVERS:
             raise ValueError(f"solver must be one of {self.SOLVERS} (got {solver!r})")
         self.solver = solver
@@ -188,6 +241,10 @@ class WorldBuilder:
         if friction_model not in FRICTION_MODELS:
             raise ValueError(f"friction_model must be one of {sorted(FRICTION_MODELS)} (got {friction_model!r})")
         self.friction_model = friction_model
+        self.auto_disable = _auto_disable_settings(
+            "WorldBuilder", auto_disable, auto_disable_linear_threshold,
+            auto_disable_angular_threshold, auto_disable_average_samples, auto_disable_steps,
+            auto_disable_time)
         self.bodies: list[dict] = []
         self.geoms: list[dict] = []
         self.materials = mat_lib.MaterialTable()
@@ -226,7 +283,12 @@ class WorldBuilder:
     def add_body(self, pos: Sequence[float] = (0.0, 0.0, 0.0), quat: Sequence[float] = (1.0, 0.0, 0.0, 0.0),
                  vel: Sequence[float] = (0.0, 0.0, 0.0), angvel: Sequence[float] = (0.0, 0.0, 0.0),
                  mass: Optional[mass_lib.Mass] = None, gravity: bool = True,
-                 finite_rotation: bool = False) -> int:
+                 finite_rotation: bool = False, auto_disable: Optional[bool] = None,
+                 auto_disable_linear_threshold: Optional[float] = None,
+                 auto_disable_angular_threshold: Optional[float] = None,
+                 auto_disable_average_samples: Optional[int] = None,
+                 auto_disable_steps: Optional[int] = None,
+                 auto_disable_time: Optional[float] = None) -> int:
         """Add a rigid body (dBodyCreate); returns its index.
 
         pos [m], quat (w, x, y, z), vel [m/s], angvel [rad/s] in the world frame.
@@ -234,6 +296,9 @@ class WorldBuilder:
         origin (ODE requires it; translate the geoms instead). ``None`` gives
         ODE's default body mass: 1 kg, identity inertia.
         gravity: dBodySetGravityMode; finite_rotation: dBodySetFiniteRotationMode.
+        auto_disable, auto_disable_*: the body's dBodySetAutoDisable* settings
+        (None: the builder's, as dBodySetAutoDisableDefaults; see
+        :class:`WorldBuilder`).
         """
         i = len(self.bodies)
         where = f"body {i}"
@@ -247,9 +312,16 @@ class WorldBuilder:
             raise ValueError(
                 f"{where}: mass.com must be (0, 0, 0): as in ODE the centre of mass is the body "
                 f"origin (got {tuple(com)}); place the body at the centre of mass and offset its geoms")
+        w = self.auto_disable
+        adis = _auto_disable_settings(
+            where, *(w[k] if v is None else v for k, v in zip(
+                _ADIS_KEYS, (auto_disable, auto_disable_linear_threshold,
+                             auto_disable_angular_threshold, auto_disable_average_samples,
+                             auto_disable_steps, auto_disable_time))))
         self.bodies.append(dict(
-            pos=_vec(f"{where}: pos", pos, 3), quat=_quat(f"{where}: quat", quat),
-            vel=_vec(f"{where}: vel", vel, 3), angvel=_vec(f"{where}: angvel", angvel, 3),
+            adis=adis,
+            pos=_state_vec(f"{where}: pos", pos), quat=_quat(f"{where}: quat", quat),
+            vel=_state_vec(f"{where}: vel", vel), angvel=_state_vec(f"{where}: angvel", angvel),
             mass=float(mass.mass), inertia=np.asarray(mass.inertia, dtype=np.float64),
             gravity=bool(gravity), finite_rotation=bool(finite_rotation)))
         return i
@@ -870,6 +942,89 @@ class WorldBuilder:
         name = f1 or f2 or self.friction_model
         return FRICTION_MODELS[name]
 
+    def _candidate_pairs(self, jointed: set) -> dict:
+        """The geom pairs that may collide, grouped by (type1, type2): a dict
+        key -> int32 array (n, 4) of rows (geom1, geom2, max_contacts,
+        friction model), rows in (i, j) order of the geoms (i < j).
+
+        A pair is a candidate unless both geoms are static, they share a body,
+        neither's category_bits meets the other's collide_bits, or their bodies
+        are in ``jointed`` (joined without collide=True, or exclude_pair).
+        geom1 is the one whose type comes first in the narrowphase's table
+        (a mesh on a body is geom 1 of a mesh-mesh pair). Vectorised over j
+        for each geom i (numpy), so the cost is ~n rows of O(n) array work
+        instead of n^2/2 Python iterations."""
+        geoms, ng = self.geoms, len(self.geoms)
+        if ng < 2:
+            return {}
+        body = np.array([-1 if g["body"] is None else g["body"] for g in geoms], np.int64)
+        cat = np.array([g["category"] for g in geoms], np.int64)
+        col = np.array([g["collide"] for g in geoms], np.int64)
+        typ = np.array([g["type"] for g in geoms], np.int64)
+        maxc = np.array([g["surface"].max_contacts for g in geoms], np.int64)
+        fric = np.array([FRICTION_MODELS[g["surface"].friction] if g["surface"].friction
+                         else -1 for g in geoms], np.int64)
+        default_fric = FRICTION_MODELS[self.friction_model]
+        ntype = int(typ.max()) + 1
+        # per (type_i, type_j): 0 = (i, j) in table order, 1 = swapped, 2 = no collider
+        order = np.full((ntype, ntype), 2, np.int64)
+        for t1 in range(ntype):
+            for t2 in range(ntype):
+                if (t1, t2) in narrowphase.PAIR_FUNCTIONS:
+                    order[t1, t2] = 0
+                elif (t2, t1) in narrowphase.PAIR_FUNCTIONS:
+                    order[t1, t2] = 1
+        partners: dict[int, list] = {}
+        for pair in jointed:
+            if len(pair) == 2:
+                u, v = (-1 if x is None else int(x) for x in pair)
+                partners.setdefault(u, []).append(v)
+                partners.setdefault(v, []).append(u)
+        rows = []
+        for i in range(ng - 1):
+            j = np.arange(i + 1, ng)
+            bi, bj = body[i], body[j]
+            keep = ((bi >= 0) | (bj >= 0)) & ((bi < 0) | (bj != bi))
+            keep &= ((cat[i] & col[j]) != 0) | ((cat[j] & col[i]) != 0)
+            if int(bi) in partners:
+                keep &= ~np.isin(bj, partners[int(bi)])
+            j = j[keep]
+            if not j.size:
+                continue
+            ti, tj = typ[i], typ[j]
+            how = order[ti, tj]
+            bad = np.flatnonzero(how == 2)
+            fi, fj = fric[i], fric[j]
+            clash = np.flatnonzero((fi >= 0) & (fj >= 0) & (fj != fi))
+            if bad.size and (not clash.size or bad[0] <= clash[0]):
+                jj = int(j[bad[0]])
+                names = [ct.GEOM_TYPE_NAMES[t] for t in (ti, typ[jj])]
+                raise ValueError(
+                    f"geoms {i} and {jj} ({names[0]}-{names[1]}): no collider for this "
+                    f"pair, and one of them is on a body; use add_convex (the convex "
+                    f"hull, or convex pieces) for one of them, or category_bits / "
+                    f"collide_bits so that they never collide")
+            swap = how == 1
+            # the mesh on a body is geom 1 of a mesh-mesh pair (its triangles become prisms)
+            swap |= (ti == ct.TRIMESH) & (tj == ct.TRIMESH) & (bi < 0)
+            a = np.where(swap, j, i)
+            b = np.where(swap, i, j)
+            if clash.size:
+                k = clash[0]
+                self._pair_friction(geoms[int(a[k])], geoms[int(b[k])], int(a[k]), int(b[k]))
+            f = np.where(fi >= 0, fi, np.where(fj >= 0, fj, default_fric))
+            rows.append(np.stack([a, b, np.minimum(maxc[i], maxc[j]), f,
+                                  typ[a] * ntype + typ[b]], axis=1).astype(np.int32))
+        if not rows:
+            return {}
+        allr = np.concatenate(rows)
+        keys = allr[:, 4]
+        out = {}
+        for kcode in np.unique(keys):
+            sel = allr[keys == kcode, :4]
+            out[(int(kcode) // ntype, int(kcode) % ntype)] = np.ascontiguousarray(sel)
+        return out
+
     def build(self, contact_capacity: Optional[int] = None, pair_capacity: Optional[int] = None) -> Model:
         """Freeze the scene into a :class:`Model`.
 
@@ -888,48 +1043,19 @@ class WorldBuilder:
         # tests dAreConnectedExcluding only for two real bodies).
         jointed = {frozenset((j["body1"], j["body2"])) for j in self.joints
                    if not j["collide"] and j["body2"] is not None} | self.excluded_pairs
-        groups: dict[tuple[int, int], list] = {}
-        for i in range(ngeom):
-            for j in range(i + 1, ngeom):
-                gi, gj = self.geoms[i], self.geoms[j]
-                if gi["body"] is None and gj["body"] is None:
-                    continue
-                if gi["body"] is not None and gi["body"] == gj["body"]:
-                    continue
-                if not ((gi["category"] & gj["collide"]) or (gj["category"] & gi["collide"])):
-                    continue
-                if frozenset((gi["body"], gj["body"])) in jointed:
-                    continue  # bodies joined by a joint without collide=True
-                a, b = i, j
-                key = (gi["type"], gj["type"])
-                if key == (ct.TRIMESH, ct.TRIMESH) and gi["body"] is None:
-                    a, b = j, i  # the mesh on a body is geom 1 (its triangles become prisms)
-                if key not in narrowphase.PAIR_FUNCTIONS:
-                    a, b, key = j, i, (gj["type"], gi["type"])
-                    if key not in narrowphase.PAIR_FUNCTIONS:
-                        # (plane-plane and the like are static-static, skipped above)
-                        names = [ct.GEOM_TYPE_NAMES[t] for t in key[::-1]]
-                        raise ValueError(
-                            f"geoms {i} and {j} ({names[0]}-{names[1]}): no collider for this "
-                            f"pair, and one of them is on a body; use add_convex (the convex "
-                            f"hull, or convex pieces) for one of them, or category_bits / "
-                            f"collide_bits so that they never collide")
-                ga, gb = self.geoms[a], self.geoms[b]
-                maxc = min(ga["surface"].max_contacts, gb["surface"].max_contacts)
-                fric = self._pair_friction(ga, gb, a, b)
-                groups.setdefault(key, []).append((a, b, maxc, fric))
+        groups = self._candidate_pairs(jointed)
         ndyn = sum(g["body"] is not None for g in self.geoms)
         if pair_capacity is not None and (not isinstance(pair_capacity, int) or pair_capacity < 1):
             raise ValueError(f"pair_capacity must be an integer >= 1 (got {pair_capacity!r})")
         pair_groups = []
         total_slots = 0
         for key in sorted(groups):
-            pairs = groups[key]
+            arr = groups[key]
+            pairs = arr.tolist() if ct.TRIMESH in key else None
             _, nslot = narrowphase.PAIR_FUNCTIONS[key]
-            ncon = min(nslot, max(p[2] for p in pairs))
-            cap = pair_capacity if pair_capacity is not None else min(len(pairs), 64 + 2 * ngeom)
-            cap = min(cap, len(pairs))
-            arr = np.asarray(pairs, dtype=np.int32)
+            ncon = min(nslot, int(arr[:, 2].max()))
+            cap = pair_capacity if pair_capacity is not None else min(len(arr), 64 + 2 * ngeom)
+            cap = min(cap, len(arr))
             kcand, window, caps = (self._mesh_candidates(pairs) if key[1] == ct.TRIMESH
                                    else (0, (), None))
             kcand1, window1, caps1 = (self._own_candidates(pairs) if key[0] == ct.TRIMESH
@@ -979,7 +1105,14 @@ class WorldBuilder:
                 key = spec.name[len("joint_"):]
                 values[spec.name] = np.array([j["scalars"][key] for j in self.joints],
                                              dtype=np.float64).reshape(len(self.joints))
+        for key in _ADIS_KEYS:
+            if key != "average_samples":
+                name = "body_auto_disable" + ("" if key == "flag" else "_" + key)
+                values[name] = np.array([float(bb["adis"][key]) for bb in b],
+                                        dtype=np.float64).reshape(nbody)
         params = Params(**{k: f(v) for k, v in values.items()})
+        samples = np.array([bb["adis"]["average_samples"] for bb in b], dtype=np.int32)
+        adis_on = any(bb["adis"]["flag"] for bb in b) or self.auto_disable["flag"]
         for k, s in enumerate(surf):
             if s.material is not None and s.material not in self.materials.materials:
                 raise ValueError(
@@ -1033,6 +1166,9 @@ class WorldBuilder:
             njoint=len(self.joints), joint_index=joint_index,
             contact_capacity=int(contact_capacity), iterations=self.iterations, solver=self.solver,
             reorder_seed=self.reorder_seed, reorder=self.reorder,
+            auto_disable=bool(adis_on),
+            body_auto_disable_samples=f(samples.reshape(nbody)) if adis_on else None,
+            auto_disable_buffer=int(max(1, samples.max(initial=1))) if adis_on else 1,
             friction_cone=any(int(grp.friction.max()) == FRICTION_MODELS["cone"]
                               for grp in pair_groups if grp.geom1.shape[0]),
             friction_box=any(bool(np.any(np.asarray(grp.friction) == FRICTION_MODELS["box"]))

@@ -151,6 +151,12 @@ def load(path):
     jaxode save file, of another format version, with corrupted JSON, an unknown
     or foreign class, a missing array, or arrays whose shapes do not fit the model."""
     path = os.fspath(path)
+    with open(path, "rb") as f:  # FileNotFoundError / IsADirectoryError as they are
+        head = f.read(4)
+    if head[:2] != b"PK":
+        raise ValueError(f"load: {path}: not a .npz save file: a .npz is a zip archive and "
+                         f"starts with b'PK' (got {len(head)} byte(s) {head!r} at the start"
+                         f"{'; the file is empty' if not head else ''})")
     try:
         with np.load(path, allow_pickle=False) as z:
             if "__jaxode_format__" not in z.files or "__structure__" not in z.files:

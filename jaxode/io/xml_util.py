@@ -67,6 +67,10 @@ def parse(source) -> tuple[Node, str]:
     TinyXML, which Gazebo's SDFormat and PyBullet read with, accepts them);
     line numbers still count from the file's first line.
     """
+    if isinstance(source, (str, bytes)) and not (source.strip() if isinstance(source, str)
+                                                 else source.strip(b" \t\r\n\x00")):
+        raise ValueError(f"<string>: empty input ({source!r:.40}): expected a file path or a "
+                         f"string of XML starting with '<'")
     if _looks_like_xml(source):
         name, data = "<string>", source.encode("utf-8")
     else:

@@ -77,11 +77,13 @@ def step_body(pos, quat, vel, angvel, finite, h, max_angular_speed,
     return pos, quat, vel, angvel
 
 
-def advance(model, params, state, bodies, fc: jax.Array):
+def advance(model, params, state, bodies, fc: jax.Array, enabled: jax.Array = None):
     """The integration stage: ``v += h (acc + fc)`` (fc = M^-1 J^T lambda, the
     constraint accelerations, static world row dropped), then ODE's dxStepBody
     per body (:func:`step_body`). Returns the state with the new pos, quat, vel,
-    angvel, the force accumulators zeroed and the time advanced."""
+    angvel, the force accumulators zeroed and the time advanced. ``enabled``
+    (nbody,) bool (auto-disable): disabled bodies are in no island, so ODE
+    neither steps them nor clears their accumulators: all six kept."""
     dtype = state.pos.dtype
     h = bodies.h
     nb = state.pos.shape[0]
@@ -94,7 +96,9 @@ def advance(model, params, state, bodies, fc: jax.Array):
         state.pos, state.quat, vel, angvel, model.body_finite_rotation, h,
         p.max_angular_speed, p.linear_damping, p.angular_damping,
         p.linear_damping_threshold, p.angular_damping_threshold)
-    return state.replace(
-        pos=pos.astype(dtype), quat=quat.astype(dtype), vel=vel.astype(dtype),
-        angvel=angvel.astype(dtype), force=jnp.zeros_like(state.force),
-        torque=jnp.zeros_like(state.torque), time=(state.time + h).astype(state.time.dtype))
+    out = dict(pos=pos.astype(dtype), quat=quat.astype(dtype), vel=vel.astype(dtype),
+               angvel=angvel.astype(dtype), force=jnp.zeros_like(state.force),
+               torque=jnp.zeros_like(state.torque))
+    if enabled is not None:
+        out = {k: jnp.where(enabled[:, None], v, getattr(state, k)) for k, v in out.items()}
+    return state.replace(**out, time=(state.time + h).astype(state.time.dtype))

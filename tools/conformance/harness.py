@@ -156,16 +156,21 @@ def _stack(trees):
     return jax.tree.map(lambda *xs: jnp.stack(xs), *trees)
 
 
+def _fixed_part(model):
+    """The model without what may differ between the worlds of one vmapped call:
+    the Params and the initial state (``init_*``: only :func:`jaxode.init` reads
+    them, and each world's own ``init`` is passed to the rollout)."""
+    return model.replace(params=None, init_pos=None, init_quat=None, init_vel=None,
+                         init_angvel=None)
+
+
 def _same_structure(models) -> None:
     """Worlds of a batch may differ in Params and initial state only."""
-    ref = models[0]
-    for m in models[1:]:
-        a = jax.tree.structure(ref.replace(params=None))
-        b = jax.tree.structure(m.replace(params=None))
-        if a != b:
+    ref = _fixed_part(models[0])
+    for m in map(_fixed_part, models[1:]):
+        if jax.tree.structure(ref) != jax.tree.structure(m):
             raise ValueError("batch worlds must have the same structure")
-        for x, y in zip(jax.tree.leaves(ref.replace(params=None)),
-                        jax.tree.leaves(m.replace(params=None))):
+        for x, y in zip(jax.tree.leaves(ref), jax.tree.leaves(m)):
             if not np.array_equal(np.asarray(x), np.asarray(y)):
                 raise ValueError("batch worlds may differ only in parameters and initial state "
                                  "(geometry / flags must be equal)")

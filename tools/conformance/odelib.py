@@ -181,6 +181,20 @@ _SIGNATURES = {
     "dWorldSetAngularDampingThreshold": (None, [_ID, _D]),
     "dWorldSetMaxAngularSpeed": (None, [_ID, _D]),
     "dWorldSetAutoDisableFlag": (None, [_ID, _I]),
+    "dWorldSetAutoDisableLinearThreshold": (None, [_ID, _D]),
+    "dWorldSetAutoDisableAngularThreshold": (None, [_ID, _D]),
+    "dWorldSetAutoDisableAverageSamplesCount": (None, [_ID, ctypes.c_uint]),
+    "dWorldSetAutoDisableSteps": (None, [_ID, _I]),
+    "dWorldSetAutoDisableTime": (None, [_ID, _D]),
+    "dBodySetAutoDisableFlag": (None, [_ID, _I]),
+    "dBodySetAutoDisableLinearThreshold": (None, [_ID, _D]),
+    "dBodySetAutoDisableAngularThreshold": (None, [_ID, _D]),
+    "dBodySetAutoDisableAverageSamplesCount": (None, [_ID, ctypes.c_uint]),
+    "dBodySetAutoDisableSteps": (None, [_ID, _I]),
+    "dBodySetAutoDisableTime": (None, [_ID, _D]),
+    "dBodyEnable": (None, [_ID]),
+    "dBodyDisable": (None, [_ID]),
+    "dBodyIsEnabled": (_I, [_ID]),
     # bodies
     "dBodyCreate": (_ID, [_ID]),
     "dBodySetPosition": (None, [_ID, _D, _D, _D]),
@@ -1140,6 +1154,18 @@ class OdeWorld:
             vel=np.stack([self.vel(i) for i in range(n)]),
             angvel=np.stack([self.angvel(i) for i in range(n)]),
         )
+
+    def body_call(self, fn: str, i: int, *args):
+        """Call libode's ``fn`` (a prototyped dBody* function) on body ``i``:
+        e.g. ``body_call("dBodySetAutoDisableSteps", b, 5)``, ``body_call(
+        "dBodyIsEnabled", b)``."""
+        return getattr(self._lib, fn)(self._bodies[i], *args)
+
+    def world_call(self, fn: str, *args):
+        """Call libode's ``fn`` (a prototyped dWorld* function) on the world:
+        e.g. ``world_call("dWorldSetAutoDisableFlag", 1)`` (world settings are
+        copied into bodies created after them, as dBodyCreate does)."""
+        return getattr(self._lib, fn)(self._world, *args)
 
     def add_force(self, i, f) -> None:
         f = np.asarray(f, dtype=np.float64).reshape(3)

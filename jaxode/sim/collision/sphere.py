@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
-from .contact import Contact, GeomWorld
+from .contact import Contact, GeomWorld, touching
 
 SPHERE_PLANE_NCON = 1
 SPHERE_SPHERE_NCON = 1
@@ -92,9 +92,10 @@ def sphere_plane(g1: GeomWorld, g2: GeomWorld) -> Contact:
     """Sphere (g1) vs plane half-space (g2). 1 slot."""
     c, r = g1.pos, g1.size[0]
     n = g2.rot[:, 2]
-    depth = r - jnp.dot(n, c - g2.pos)
+    depth, valid = touching(r - jnp.dot(n, c - g2.pos),
+                            jnp.max(jnp.abs(c)) + jnp.max(jnp.abs(g2.pos)) + r)
     pos = c - n * r
-    return _pack([pos], [n], [depth], [depth >= 0])
+    return _pack([pos], [n], [depth], [valid])
 
 
 def sphere_sphere(g1: GeomWorld, g2: GeomWorld) -> Contact:

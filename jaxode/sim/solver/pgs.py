@@ -267,12 +267,24 @@ def sweeps(p, iterations: int, block: int, cone: bool, live: bool = False,
 
     lam_c0 = jnp.zeros((cu.b1.shape[0], 3, w), dtype) if cu is not None else None
     carry = (p.fc0, jnp.zeros((nh, w), dtype), lam_c0, jnp.zeros((nt, w), dtype))
-    for k, length in enumerate(lengths):
-        perm = None
-        if k > 0 and orders is not None:
-            perm = jnp.concatenate([orders[k - 1],
-                                    jnp.arange(orders.shape[-1], nh, dtype=orders.dtype)])
-        carry = phase(carry, length, perm)
+    carry = phase(carry, lengths[0], None)
+    if len(lengths) > 1:
+        # the shuffled phases: orders (phases - 1, n_re), the rows past n_re in place
+        n_re = orders.shape[-1]
+        perms = jnp.concatenate([orders, jnp.broadcast_to(
+            jnp.arange(n_re, nh, dtype=orders.dtype), (orders.shape[0], nh - n_re))], axis=1)
+        rest = lengths[1:]
+        # The run of full phases (FREQUENCY iterations each) is one loop over the
+        # phases (the permutation is loop data), so the program's size does not grow
+        # with the iterations (1600 iterations: 200 phases); same arithmetic, in order.
+        nfull = next((i for i, n in enumerate(rest) if n != rest[0]), len(rest))
+        if nfull > 1:
+            carry, _ = jax.lax.scan(lambda c, perm: (phase(c, rest[0], perm), None), carry,
+                                    perms[:nfull])
+        else:
+            nfull = 0
+        for k in range(nfull, len(rest)):
+            carry = phase(carry, rest[k], perms[k])
     fc, lam_h, lam_c, lam_t = carry
     if cu is None:
         return lam_h[:nh0], lam_t[:nt0], fc

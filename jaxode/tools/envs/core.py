@@ -243,9 +243,12 @@ class Env:
             k = self.action_size
             shapes = (batch + (k,),) + ((batch,) if k == 1 else ())
             if shape not in shapes:
+                lo = [float(x) for x in np.ravel(self.action_low)]
+                hi = [float(x) for x in np.ravel(self.action_high)]
+                rng = (f"[{lo[0]:g}, {hi[0]:g}]" if len(set(lo)) == 1 and len(set(hi)) == 1
+                       else f"[{lo}, {hi}]")
                 raise ValueError(f"{where} must have shape {shapes[0]} ({k} number(s) in "
-                                 f"[{list(self.action_low)}, {list(self.action_high)}] per world) "
-                                 f"(got shape {shape})")
+                                 f"{rng} per world) (got shape {shape})")
             if dtype.kind not in "iuf":
                 raise TypeError(f"{where} must be real numbers (got dtype {dtype})")
             if arr is not None and not np.all(np.isfinite(arr.astype(np.float64))):
