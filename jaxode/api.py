@@ -39,7 +39,9 @@ def init(model: Model) -> State:
                  overflow_pairs=jnp.zeros((), jnp.int32), overflow_contacts=jnp.zeros((), jnp.int32),
                  nonfinite=jnp.zeros((), bool),
                  joint_feedback=jnp.zeros((model.njoint, 4, 3), dtype),
-                 body_enabled=enabled, auto_disable=adis)
+                 body_enabled=enabled, auto_disable=adis,
+                 rng=(jnp.asarray(model.reorder_seed, jnp.uint32)
+                      if getattr(model, "reorder", "joints") == "ode" else None))
 
 
 def _check_dt(dt) -> None:
@@ -66,6 +68,12 @@ def check_state(model: Model, state, where: str = "state", batch_ndim: int = 0) 
     want.update(time=(), ncontact=(), nonfinite=())
     if state.joint_feedback is not None:
         want["joint_feedback"] = (model.njoint, 4, 3)
+    if getattr(model, "reorder", "joints") == "ode":
+        if state.rng is None:
+            raise ValueError(f"{where}.rng is None, but this model has reorder='ode' (ODE's "
+                             "generator state, uint32, shape ()): make the state with "
+                             "jaxode.init(model)")
+        want["rng"] = ()
     lead = None
     for name, shp in want.items():
         got = tuple(jnp.shape(getattr(state, name)))

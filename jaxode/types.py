@@ -115,7 +115,9 @@ class Model:
       QuickStep (:func:`jaxode.build.builder.ode_joint_order`; empty: group order),
       the order of the joint rows the solver sweeps.
     Solver: iterations (QuickStep iterations, static), solver name, reorder_seed
-      (the seed of ODE's generator for pgs' row shuffles, static).
+      (the seed of ODE's generator for pgs' row shuffles, static), reorder
+      (which rows pgs shuffles: "joints" or "ode", static; see
+      docs/ODE_FEATURES.md 6).
     Friction features (static, set by the builder so that unused features cost
     nothing): friction_cone (some pair uses the cone model), angular_friction
     (some surface has rolling or spinning friction: three extra rows per contact),
@@ -169,6 +171,11 @@ class Model:
     auto_disable: bool = static_field(default=False)
     body_auto_disable_samples: jax.Array = None
     auto_disable_buffer: int = static_field(default=1)
+    reorder: str = static_field(default="joints")
+
+
+#: Model.reorder values: which rows pgs shuffles (docs/ODE_FEATURES.md 6)
+REORDERS = ("joints", "ode")
 
 
 @pytree_dataclass
@@ -238,6 +245,10 @@ class State:
       other worlds of a batch are untouched;
     joint_feedback (njoint, 4, 3): ODE's dJointFeedback f1, t1, f2, t2 [N, N m]
       of the last step (force and torque each joint applied to its bodies);
+    rng () uint32: ODE's random generator state (dRandGetSeed) from which a
+      model with ``reorder="ode"`` draws QuickStep's row shuffles, per world
+      (``init`` sets ``model.reorder_seed``; set it per world to seed a batch);
+      None for other models;
     body_enabled (nbody,) bool: dBodyIsEnabled (a disabled body is frozen:
       not stepped, zero velocity kept, accumulators kept); auto_disable: the
       :class:`AutoDisableState`. Both None unless ``Model.auto_disable``.
@@ -258,6 +269,7 @@ class State:
     joint_feedback: jax.Array = None
     body_enabled: jax.Array = None
     auto_disable: AutoDisableState = None
+    rng: jax.Array = None
 
 
 @pytree_dataclass

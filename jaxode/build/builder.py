@@ -22,7 +22,7 @@ from jaxode.sim.collision import trimesh_trimesh
 from jaxode.sim.collision import contact as ct
 from jaxode.build.surface import Surface
 from jaxode.build import materials as mat_lib
-from jaxode.types import FRICTION_MODELS, Model, PairGroup, Params
+from jaxode.types import FRICTION_MODELS, REORDERS, Model, PairGroup, Params
 from jaxode.sim import joints as jt
 from jaxode.sim import narrowphase, pipeline
 from jaxode import params_spec
@@ -218,6 +218,12 @@ class WorldBuilder:
     reorder_seed: the seed of ODE's generator (dRandSetSeed) from which pgs draws
     QuickStep's row shuffles (default 0, ODE's at library start; a static model
     option: see docs/ODE_FEATURES.md).
+    reorder: which rows ``pgs`` shuffles before iterations 8, 16, ...:
+    ``"joints"`` (the default: the joint rows, drawn from a table indexed by the
+    step number; contact rows keep ODE's initial order) or ``"ode"`` (every
+    row of the world, as ODE 0.16's QuickStep shuffles its island's rows, from
+    ODE's generator carried per world in ``State.rng``, seeded with
+    ``reorder_seed``; pgs only, no cone friction). See docs/ODE_FEATURES.md 6.
     Auto-disable (ODE's dWorldSetAutoDisable*, the defaults of bodies added
     later; docs/ODE_FEATURES.md section 5): auto_disable (bool, default off as
     in ODE); auto_disable_linear_threshold >= 0 [m/s] and
@@ -242,10 +248,16 @@ class WorldBuilder:
                  auto_disable_linear_threshold: float = 0.01,
                  auto_disable_angular_threshold: float = 0.01,
                  auto_disable_average_samples: int = 1, auto_disable_steps: int = 10,
-                 auto_disable_time: float = 0.0):
+                 auto_disable_time: float = 0.0, reorder: str = "joints"):
         if solver not in self.SOLVERS:
             raise ValueError(f"solver must be one of {self.SOLVERS} (got {solver!r})")
         self.solver = solver
+        if reorder not in REORDERS:
+            raise ValueError(f"reorder must be one of {REORDERS} (got {reorder!r})")
+        if reorder == "ode" and solver != "pgs":
+            raise ValueError(f"reorder='ode' (ODE 0.16's shuffle of every row) needs solver "
+                             f"'pgs' (got solver {solver!r})")
+        self.reorder = reorder
         if not isinstance(reorder_seed, (int, np.integer)) or not 0 <= reorder_seed < 2 ** 32:
             raise ValueError(f"reorder_seed must be an integer in [0, 2**32) (ODE's dRandSetSeed; "
                              f"got {reorder_seed!r})")
@@ -1193,7 +1205,7 @@ class WorldBuilder:
             njoint=len(self.joints), joint_index=joint_index,
             joint_order=ode_joint_order(nbody, [(j["body1"], j["body2"]) for j in self.joints]),
             contact_capacity=int(contact_capacity), iterations=self.iterations, solver=self.solver,
-            reorder_seed=self.reorder_seed,
+            reorder_seed=self.reorder_seed, reorder=self.reorder,
             auto_disable=bool(adis_on),
             body_auto_disable_samples=f(samples.reshape(nbody)) if adis_on else None,
             auto_disable_buffer=int(max(1, samples.max(initial=1))) if adis_on else 1,

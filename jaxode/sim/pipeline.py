@@ -25,7 +25,8 @@ def physics_step(model: Model, state: State, params: Params, dt: jax.Array) -> S
     found = narrowphase.detect(model, state)                   # contacts
     rows = rowset.build(model, params, bodies, found)          # joint + contact rows
     bodies = dynamics.accelerate(bodies, rows)                 # M^-1 f, QuickStep's rhs
-    sol = solver.solve_rows(model, rows, bodies, params, state.time)  # lambdas, fc = M^-1 J^T lambda
+    sol = solver.solve_rows(model, rows, bodies, params, state.time,  # lambdas, fc = M^-1 J^T lambda
+                            rng=state.rng)
     new = integrate.advance(model, params, state, bodies, sol.fc)
     return _finish(model, state, new, rows, found, sol)
 
@@ -40,12 +41,14 @@ def _step_auto_disable(model: Model, state: State, params: Params, dt: jax.Array
     bodies = dynamics.bodies(model, params, state, dt)
     rows = rowset.build(model, params, bodies, found, enabled=on)
     bodies = dynamics.accelerate(bodies, rows)
-    sol = solver.solve_rows(model, rows, bodies, params, state.time)
+    sol = solver.solve_rows(model, rows, bodies, params, state.time, rng=state.rng)
     new = integrate.advance(model, params, state, bodies, sol.fc, enabled=on)
     return _finish(model, state, new, rows, found, sol, enabled=on)
 
 
 def _finish(model, state, new, rows, found, sol, enabled=None) -> State:
+    if sol.rng is not None:  # reorder="ode": ODE's generator after the step's shuffles
+        new = new.replace(rng=sol.rng)
     return new.replace(
         **rowset.record(model, state, rows, found, sol.lam_head, sol.lam_tail, enabled),
         ncontact=found.nfound.astype(jnp.int32),

@@ -742,6 +742,7 @@ class OdeWorld:
         rand_seed: Optional[int] = 0,
         stepper: str = "quick",
         reverse_contacts: bool = False,
+        contact_order=None,
     ):
         """``space``: "hash" (dHashSpace) or "simple" (dSimpleSpace).
         ``stepper``: "quick" (dWorldQuickStep, the default) or "step"
@@ -752,7 +753,12 @@ class OdeWorld:
         joints in the reverse of the order dCollide found them. ODE's island
         walk (util.cpp dxProcessIslands) lists a body's joints newest first, so
         the contacts of one body are solved last-created first; reversed, they
-        are solved in the order found, which is jaxode's contact slot order."""
+        are solved in the order found, which is jaxode's contact slot order.
+        ``contact_order``: a function of the step's contacts (the list
+        :attr:`contacts_last` gives) returning the order (a list of their
+        indices) in which to create their contact joints (overrides
+        ``reverse_contacts``); tests use it to give ODE's island walk the
+        order of jaxode's slots."""
         if stepper not in ("quick", "step"):
             raise ValueError(f"stepper must be 'quick' or 'step' (got {stepper!r})")
         self._stepper = stepper
@@ -799,6 +805,7 @@ class OdeWorld:
 
         self._contact_buf = None
         self._reverse_contacts = bool(reverse_contacts)
+        self._contact_order = contact_order
         self._pending: list = []  # (dContact copy, b1, b2) with reverse_contacts
         self._contacts_last: list = []
         self._cb_error: Optional[BaseException] = None
@@ -1060,7 +1067,7 @@ class OdeWorld:
                 ct.surface.mode |= dContactFDir1
                 ct.fdir1[0], ct.fdir1[1], ct.fdir1[2] = (float(x) for x in fdir_world)
                 ct.fdir1[3] = 0.0
-            if self._reverse_contacts:
+            if self._reverse_contacts or self._contact_order is not None:
                 self._pending.append((dContact.from_buffer_copy(ct), b1, b2))
             else:
                 j = lib.dJointCreateContact(self._world, self._group, ctypes.byref(ct))
@@ -1090,7 +1097,15 @@ class OdeWorld:
                 lib.dJointGroupEmpty(self._group)
                 err, self._cb_error = self._cb_error, None
                 raise err
-            for ct, b1, b2 in reversed(self._pending):
+            if self._contact_order is not None:
+                order = [int(i) for i in self._contact_order(list(self._contacts_last))]
+                if sorted(order) != list(range(len(self._pending))):
+                    raise ValueError(f"contact_order must return a permutation of "
+                                     f"range({len(self._pending)}) (got {order})")
+                pending = [self._pending[i] for i in order]
+            else:
+                pending = list(reversed(self._pending))
+            for ct, b1, b2 in pending:
                 j = lib.dJointCreateContact(self._world, self._group, ctypes.byref(ct))
                 lib.dJointAttach(j, b1, b2)
             self._pending = []

@@ -20,7 +20,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from jaxode.sim.solver import batching, colored, direct, pgs
+from jaxode.sim.solver import batching, colored, direct, pgs, reorder as reorder_lib
 from jaxode.sim.solver.colored import COLOURS, colour
 from jaxode.sim.solver.core import cone_project, friction_bounds
 
@@ -38,12 +38,13 @@ class Solution(NamedTuple):
     lam_head: jax.Array
     lam_tail: jax.Array
     fc: jax.Array
+    rng: jax.Array = None
 
 
 def solve(name: str, head, tail, inv_mass: jax.Array, inv_inertia: jax.Array,
           rhs_body: jax.Array, h: jax.Array, sor: jax.Array, iterations: int,
           block: int = 2, cone: bool = False, cone_rows: jax.Array = None, step=0,
-          **options) -> Solution:
+          orders: jax.Array = None, **options) -> Solution:
     """Run solver ``name`` (``"pgs"`` or ``"colored"``) on one world's rows.
 
     head, tail: :class:`jaxode.sim.constraint.Rows` tables (tail rows' ``findex``
@@ -54,6 +55,8 @@ def solve(name: str, head, tail, inv_mass: jax.Array, inv_inertia: jax.Array,
     rows of contacts whose ``cone_rows`` (per tail row, bool) is set.
     ``step`` (int) the step number (picks pgs' row shuffles); ``options``: the
     solver's static options (``reorder`` for pgs, ``colours`` for colored).
+    ``orders`` (pgs only): int32 (phases, Rh + Rt) row orders of ``reorder="ode"``
+    (:func:`ode_row_orders`); pgs then sweeps every row in them.
     """
     if name not in SWEEPS:
         raise ValueError(f"model.solver must be one of {tuple(SWEEPS)} (got {name!r})"
@@ -73,18 +76,56 @@ def solve(name: str, head, tail, inv_mass: jax.Array, inv_inertia: jax.Array,
     idx, data = batching.inputs(head, tail, jnp.maximum(tail.findex, 0), tail.findex >= 0,
                                 cone_rows, inv_mass, inv_inertia, rhs_body,
                                 jnp.asarray(h, dtype), jnp.asarray(sor, dtype),
-                                jnp.asarray(step, jnp.int32))
+                                jnp.asarray(step, jnp.int32), orders)
     run = batching.solver(SWEEPS[name], iterations, block, bool(cone), **options)
     return Solution(*run(*idx, *data))
 
 
-def solve_rows(model, rows, bodies, params, time=0.0) -> Solution:
+def ode_row_orders(rows, rng, iterations: int):
+    """``reorder="ode"``: the row orders of one world's step as ODE 0.16's
+    QuickStep sweeps its island's rows (:func:`jaxode.sim.solver.reorder.ode_orders`),
+    over the rows ``solve`` takes: the head rows (joint rows, then the contacts'
+    normal rows) then the tail rows (``block`` per contact). ODE's row numbering
+    is joint by joint: the joint rows, then per contact its normal row and its
+    friction rows. A row exists (ODE's m counts it) when it is active; a
+    friction row also needs a non-zero bound (ODE's getInfo1 adds a friction row
+    only for mu > 0). Returns (orders int32 (phases, Rh + Rt), new rng)."""
+    import numpy as np
+    nh, nt, k = rows.head.body1.shape[0], rows.tail.body1.shape[0], rows.block
+    nj = rows.njoint_rows
+    nc = nt // k
+    c = np.arange(nc)
+    ode_index = np.concatenate([np.arange(nj), nj + c * (1 + k),
+                                (nj + c[:, None] * (1 + k) + 1 + np.arange(k)).reshape(-1)])
+    exists = jnp.concatenate([rows.head.active, rows.tail.active & (rows.tail.hi != 0)])
+    has_findex = jnp.concatenate([jnp.zeros((nh,), bool), rows.tail.findex >= 0])
+    return reorder_lib.ode_orders(exists, has_findex, ode_index, rng, iterations)
+
+
+def solve_rows(model, rows, bodies, params, time=0.0, rng=None) -> Solution:
     """The solve stage: ``model.solver`` on a :class:`jaxode.sim.records.RowSet` with the
     bodies' inverse masses, world inverse inertia and QuickStep's right-hand side
-    (:class:`jaxode.sim.records.Bodies`), ``params.sor`` and ``model.iterations``."""
+    (:class:`jaxode.sim.records.Bodies`), ``params.sor`` and ``model.iterations``.
+    With ``model.reorder == "ode"`` every row is shuffled as ODE 0.16 does, from
+    ODE's generator state ``rng`` (``State.rng``); the Solution carries the new
+    state."""
     dtype = bodies.rhs.dtype
     if model.solver == "direct":
         return solve_direct(model, rows, bodies)
+    if getattr(model, "reorder", "joints") == "ode":
+        if model.solver != "pgs" or model.friction_cone:
+            raise ValueError("reorder='ode' (ODE 0.16's shuffle of every row) needs solver "
+                             "'pgs' and no cone friction (Gazebo's cone model is not ODE's "
+                             f"QuickStep) (got solver {model.solver!r}, friction_cone "
+                             f"{bool(model.friction_cone)})")
+        if rng is None:
+            raise ValueError("reorder='ode' needs ODE's generator state: State.rng is None "
+                             "(make the state with jaxode.init(model))")
+        orders, rng_new = ode_row_orders(rows, rng, model.iterations)
+        sol = solve(model.solver, rows.head, rows.tail, bodies.inv_mass, bodies.inv_inertia,
+                    bodies.rhs, bodies.h, jnp.asarray(params.sor, dtype), model.iterations,
+                    block=rows.block, cone=False, cone_rows=rows.cone_rows, orders=orders)
+        return sol._replace(rng=rng_new)
     # QuickStep's shuffles of the joint rows at iterations 8, 16, ... (pgs.py)
     # box-model friction rows among the normal rows, as ODE orders them (pgs.py)
     options = ({"reorder": rows.njoint_rows, "box_head": bool(model.friction_box),
@@ -140,14 +181,14 @@ def solve_pgs(head, tail, inv_mass, inv_inertia, rhs_body, h, sor, iterations: i
     """``solve("pgs", ...)`` as a tuple (lam_head, lam_tail, fc); ``reorder`` leading
     head rows are shuffled at iterations 8, 16, ... as QuickStep does."""
     return tuple(solve("pgs", head, tail, inv_mass, inv_inertia, rhs_body, h, sor, iterations,
-                       block, cone, cone_rows, reorder=int(reorder)))
+                       block, cone, cone_rows, reorder=int(reorder)))[:3]
 
 
 def solve_colored(head, tail, inv_mass, inv_inertia, rhs_body, h, sor, iterations: int,
                   block: int = 2, cone: bool = False, cone_rows=None, colours: int = COLOURS):
     """``solve("colored", ...)`` as a tuple (lam_head, lam_tail, fc)."""
     return tuple(solve("colored", head, tail, inv_mass, inv_inertia, rhs_body, h, sor,
-                       iterations, block, cone, cone_rows, colours=colours))
+                       iterations, block, cone, cone_rows, colours=colours))[:3]
 
 
 __all__ = ["COLOURS", "SOLVERS", "SWEEPS", "Solution", "colour", "cone_project", "friction_bounds",

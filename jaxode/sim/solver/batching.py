@@ -43,7 +43,9 @@ class Problem(NamedTuple):
     pyramid (Rt,) bool: the row's bound scales with that row's lambda;
     cone_row (Rt,) bool: first two rows of a cone-model contact;
     head_active (Rh, W), tail_active (Rt, W) bool; fc0 (B, 6, W) zeros;
-    step () int: the step number (picks pgs' row shuffles; shared by a batch).
+    step () int: the step number (picks pgs' row shuffles; shared by a batch);
+    order (phases, M, W) int32 or None: per-world row orders of ``reorder="ode"``
+    (pgs sweeps every row in them, :func:`jaxode.sim.solver.pgs.ode_sweeps`).
     """
 
     head: Prepared
@@ -55,6 +57,7 @@ class Problem(NamedTuple):
     tail_active: jax.Array
     fc0: jax.Array
     step: jax.Array
+    order: jax.Array = None
 
 
 class Inputs(NamedTuple):
@@ -75,10 +78,10 @@ ROW_FIELDS = ("j1", "j2", "c", "cfm", "lo", "hi", "active")
 
 
 def inputs(head, tail, fidx, pyramid, cone_row, inv_mass, inv_inertia, rhs_body, h, sor,
-           step) -> Inputs:
+           step, order=None) -> Inputs:
     idx = (head.body1, head.body2, tail.body1, tail.body2, fidx, pyramid, cone_row, step)
     data = (*(getattr(head, f) for f in ROW_FIELDS), *(getattr(tail, f) for f in ROW_FIELDS),
-            inv_mass, inv_inertia, rhs_body, h, sor)
+            inv_mass, inv_inertia, rhs_body, h, sor) + (() if order is None else (order,))
     return Inputs(idx, data)
 
 
@@ -92,11 +95,12 @@ def _problem(idx, data) -> Problem:
         return Rows(b1, b2, j1, j2, c, cfm, lo, hi, None, active)
 
     hr, tr = rows(hb1, hb2, data[:k]), rows(tb1, tb2, data[k:2 * k])
-    inv_mass, inv_inertia, rhs_body, h, sor = data[2 * k:]
+    inv_mass, inv_inertia, rhs_body, h, sor = data[2 * k:2 * k + 5]
+    order = data[2 * k + 5] if len(data) > 2 * k + 5 else None
     head = core.prepare(hr, inv_mass, inv_inertia, rhs_body, h, sor)
     tail = core.prepare(tr, inv_mass, inv_inertia, rhs_body, h, sor)
     fc0 = jnp.zeros_like(rhs_body)
-    return Problem(head, tail, fidx, pyr, cone, hr.active, tr.active, fc0, step)
+    return Problem(head, tail, fidx, pyr, cone, hr.active, tr.active, fc0, step, order)
 
 
 NIDX = 8

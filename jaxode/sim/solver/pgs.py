@@ -32,11 +32,19 @@ count differs from world 0's (an auto-reset episode) gets world 0's
 permutations, so replaying it alone reproduces it only where its joint rows
 converge (or the scene has no joint rows). Documented differences from ODE:
 contact rows keep their order (ODE shuffles all rows, contact rows with the
-joint rows: ``ConstraintsReorderingHelper`` over all ``m`` rows), and ODE's
+joint rows: ``ConstraintsReorderingHelper`` over all ``m`` rows; the model
+option ``reorder="ode"`` does that, :func:`ode_sweeps`), and ODE's
 island walk (``util.cpp`` ``dxProcessIslands``) lists each body's joints newest
 first, so it solves one body's contacts in the reverse of the order they were
 created, where jaxode solves them in slot order. All only matter where 20
 iterations leave the problem unconverged.
+
+``reorder="ode"`` (:func:`ode_sweeps`): every row of the world, joint, normal
+and friction rows, in ODE's initial order and shuffled as ODE shuffles its
+island's m existing rows, with ODE's generator carried per world
+(``State.rng``): a friction row may come before its normal row and is then
+bounded by the normal's lambda of the previous sweep, as in ODE. The orders
+differ per world, so row data and body forces are gathered per world.
 
 Each sweep is two loops (head rows, then tail contacts) whose per-unit data are
 loop inputs; a unit is updated by :func:`jaxode.sim.solver.core.row_update` /
@@ -133,7 +141,8 @@ def _box_split(h, t, pyramid, block: int):
 
 
 def sweeps(p, iterations: int, block: int, cone: bool, live: bool = False,
-           unroll: int = UNROLL, reorder: int = 0, box_head: bool = False, seed: int = 0, **_):
+           unroll: int = UNROLL, reorder: int = 0, box_head: bool = False, seed: int = 0,
+           static: bool = False, **_):
     """The SOR sweeps in QuickStep's order. ``p``: a :class:`jaxode.sim.solver.batching.Problem`
     (world-minor). With ``live`` each sweep stops after the last head row and tail
     contact that is active in some world (later units are no-ops: zero Jacobian,
@@ -147,8 +156,12 @@ def sweeps(p, iterations: int, block: int, cone: bool, live: bool = False,
     A sweep is up to three loops: the head rows (with ``box_head`` only the joint
     rows), the contact units of ``box_head`` (normal row + box rows,
     :func:`_box_split`), then the tail contacts' friction blocks.
+    With ``p.order`` set (``reorder="ode"``) every row is swept in the
+    per-world orders it gives instead (:func:`ode_sweeps`).
     Returns (lambda_head (Rh, W), lambda_tail (Rt, W), fc (B, 6, W)).
     """
+    if p.order is not None:
+        return ode_sweeps(p, iterations, block, unroll=unroll, static=static)
     h, t = p.head, p.tail
     fidx, pyramid, cone_row = p.fidx, p.pyramid, p.cone_row
     nt0 = t.b1.shape[0]
@@ -280,3 +293,86 @@ def sweeps(p, iterations: int, block: int, cone: bool, live: bool = False,
     first = jnp.where(box[..., None], lam_c[:nc0, 1:], lt[:, :2])
     lam_tail = jnp.concatenate([first, lt[:, 2:]], axis=1).reshape((nt0, w))
     return lam_head, lam_tail, fc
+
+
+def ode_sweeps(p, iterations: int, block: int, unroll: int = UNROLL, static: bool = False):
+    """The SOR sweeps of ``reorder="ode"``: every row of the world in the order
+    of ``p.order`` (int32 (phases, M, W), one order per sweep phase and world,
+    from :func:`jaxode.sim.solver.reorder.ode_orders`), over the unified rows
+    (the M = Rh + Rt head rows, then the tail rows). A row with a friction index
+    is bounded by ``|hi lambda|`` of its normal row's lambda as it is when the
+    row is swept (ODE 0.16 ``quickstep.cpp``: ``hi_act = dFabs(hi *
+    lambda[findex])``), before or after the normal row in this phase's order.
+
+    Worlds differ in order, so each row update reads and writes ``fc`` at
+    per-world body indices (a gather and a scatter over the world axis) and the
+    row data are gathered per world once per phase. Each sweep stops after the
+    largest number of active rows of any world (the rows past a world's ``m``
+    are no-ops; with ``static`` every position is swept, for reverse-mode
+    differentiation). Returns (lambda_head (Rh, W), lambda_tail (Rt, W), fc).
+    """
+    h, t, order = p.head, p.tail, p.order
+    nh, nt = h.b1.shape[0], t.b1.shape[0]
+    n = nh + nt
+    w = p.fc0.shape[-1]
+    dtype = p.fc0.dtype
+    aw = jnp.arange(w)
+    u = core.Prepared(*(jnp.concatenate([a, b], axis=0) for a, b in zip(h, t)))
+    hasf = jnp.concatenate([jnp.zeros((nh,), bool), p.pyramid])
+    fidx = jnp.concatenate([jnp.zeros((nh,), jnp.int32), p.fidx.astype(jnp.int32)])
+    active = jnp.concatenate([p.head_active, p.tail_active], axis=0)
+    count = None if static else jnp.max(jnp.sum(active, axis=0, dtype=jnp.int32))
+    npad = n + (-n % unroll)
+
+    def gather(a, o):
+        # a (M, ...) shared or (M, ..., W) per world; o (M, W): a[o[k, w], ..., w]
+        if a.ndim == 1:
+            return a[o]
+        oi = o.reshape((o.shape[0],) + (1,) * (a.ndim - 2) + (w,))
+        return jnp.take_along_axis(a, jnp.broadcast_to(oi, (o.shape[0],) + a.shape[1:]), axis=0)
+
+    def take_w(a, k):      # a (M, W) ints/floats, k (W,): a[k[w], w]
+        return a[k, aw]
+
+    def row(carry, x):
+        fc, lam = carry
+        k, b1, b2, j1, j2, i1, i2, rhs, cfm, lo, hi, hf, fp = x
+        lam_k = jax.lax.dynamic_index_in_dim(lam, k, 0, keepdims=False)
+        lo_k, hi_k = core.friction_bounds(2, lo, hi, take_w(lam, fp), hf, None, False)
+        v1, v2 = fc[b1, :, aw].T, fc[b2, :, aw].T                 # (6, W)
+        delta = rhs - lam_k * cfm - core.dot6(j1, v1) - core.dot6(j2, v2)
+        new = jnp.clip(lam_k + delta, lo_k, hi_k)
+        d = (new - lam_k)[None, :]
+        fc = fc.at[b1, :, aw].add((d * i1).T).at[b2, :, aw].add((d * i2).T)
+        return (fc, jax.lax.dynamic_update_index_in_dim(lam, new, k, 0)), None
+
+    lengths, _ = reorder_lib.table(iterations, 0)
+    lam_u = jnp.zeros((n, w), dtype)
+    fc = p.fc0
+    for ph, length in enumerate(lengths):
+        o = order[ph]                                              # (M, W)
+        inv = jnp.zeros_like(o).at[o, aw].set(
+            jnp.broadcast_to(jnp.arange(n, dtype=o.dtype)[:, None], o.shape))
+        xs = [gather(a, o) for a in u]
+        fpos = jnp.take_along_axis(inv, fidx[o], axis=0)
+        xs = xs + [hasf[o], fpos]
+        if npad > n:
+            xs = [_pad_rows(a, unroll) for a in xs]
+        xs = [jnp.arange(npad, dtype=jnp.int32)] + xs
+        lam = _pad_rows(jnp.take_along_axis(lam_u, o, axis=0), unroll)
+
+        def sweep(carry, _, xs=xs):
+            if count is None:
+                return jax.lax.scan(row, carry, xs, unroll=unroll)[0], None
+
+            def trip(i, c):
+                for k in range(unroll):
+                    c, _ = row(c, [jax.lax.dynamic_index_in_dim(a, i * unroll + k, 0,
+                                                                keepdims=False) for a in xs])
+                return c
+
+            return jax.lax.fori_loop(0, (count + unroll - 1) // unroll, trip, carry), None
+
+        (fc, lam), _ = jax.lax.scan(sweep, (fc, lam), None, length=length)
+        lam_u = jnp.take_along_axis(lam[:n], inv, axis=0)
+    return lam_u[:nh], lam_u[nh:], fc

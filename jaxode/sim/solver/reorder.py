@@ -21,6 +21,12 @@ step: every step sees the same shuffles (ODE's continue the global sequence,
 so its exact orders depend on everything stepped before; its results over
 seeds are a spread, see ``conformance.harness.ode_spread``). Static orders
 keep the row data of a batch of worlds aligned (one order for all worlds).
+
+``reorder="ode"`` (the functions at the end: :func:`ode_orders`) draws instead,
+in the traced step and per world, ODE's very shuffles of all the world's
+existing rows from the generator state carried in ``State.rng``: exact for a
+world that is one ODE island (ODE shuffles each island's rows separately, one
+island after the other).
 """
 from __future__ import annotations
 
@@ -128,3 +134,99 @@ def table(iterations: int, n: int, steps: int = None, seed: int = ODE_SEED):
             order = shuffle(order, rng)
             out[k, p] = order
     return tuple(lengths), out
+
+
+# --------------------------------------------------------------- reorder="ode"
+# ODE 0.16 shuffles all m rows of an island (ConstraintsReorderingHelper over
+# m_m): joint rows, contact normals and friction rows together. m counts only
+# the rows that exist this step, so the draws a step takes from the generator
+# (m - 1 per shuffle) depend on the step's contacts: the generator's state is
+# carried from step to step (``State.rng``) and the shuffles are drawn in the
+# traced step, per world, with the functions below (uint32 arithmetic wraps
+# mod 2**32 as ODE's duint32 does).
+
+#: the traced ``dRandInt`` covers n up to this (2**32 - 1 rows would need more)
+RANDINT_MAX = 0xFFFFFFFF
+
+
+def jnp_rand(seed):
+    """dRand: the generator's next state (uint32 array, elementwise)."""
+    import jax.numpy as jnp
+    seed = jnp.asarray(seed, jnp.uint32)
+    return seed * jnp.uint32(1664525) + jnp.uint32(1013904223)
+
+
+def jnp_randint_from(r, n):
+    """dRandInt(n) given the generator's new state ``r`` (uint32) and ``n``
+    (uint32, 1 <= n): the branches of misc.cpp's dRandInt, elementwise."""
+    import jax.numpy as jnp
+    u = jnp.uint32
+    r = jnp.asarray(r, u)
+    n = jnp.asarray(n, u)
+    a = r ^ (r >> u(16))
+    b = a ^ (a >> u(8))
+    c = b ^ (b >> u(4))
+    d = c ^ (c >> u(2))
+    e = d ^ (d >> u(1))
+    le2 = e & (n >> u(1))
+    le4 = ((d & u(0x03)) * n) >> u(2)
+    le16 = ((c & u(0x0F)) * n) >> u(4)
+    le256 = ((b & u(0xFF)) * n) >> u(8)
+    le64k = ((a & u(0xFFFF)) * n) >> u(16)
+    # (r * n) >> 32 in 16-bit halves
+    rh, rl, nh, nl = r >> u(16), r & u(0xFFFF), n >> u(16), n & u(0xFFFF)
+    mid1, mid2, low = rh * nl, rl * nh, rl * nl
+    carry = ((mid1 & u(0xFFFF)) + (mid2 & u(0xFFFF)) + (low >> u(16))) >> u(16)
+    big = rh * nh + (mid1 >> u(16)) + (mid2 >> u(16)) + carry
+    return jnp.where(n <= 2, le2, jnp.where(n <= 4, le4, jnp.where(
+        n <= 0x10, le16, jnp.where(n <= 0x100, le256, jnp.where(n <= 0x10000, le64k, big)))))
+
+
+def jnp_shuffle(order, m, rng):
+    """ConstraintsShuffling on the first ``m`` entries of ``order`` (int32 (M,),
+    one world, traced m): ``for i in 1..m-1: swap(order[i], order[dRandInt(i + 1)])``.
+    Returns (order, rng) with the generator advanced m - 1 times (none if m < 2)."""
+    import jax
+    import jax.numpy as jnp
+
+    def body(i, carry):
+        o, r = carry
+        r = jnp_rand(r)
+        j = jnp_randint_from(r, (i + 1).astype(jnp.uint32)).astype(o.dtype)
+        oi, oj = o[i], o[j]
+        return o.at[i].set(oj).at[j].set(oi), r
+
+    return jax.lax.fori_loop(1, jnp.maximum(m, 1).astype(jnp.int32), body,
+                             (order, jnp.asarray(rng, jnp.uint32)))
+
+
+def ode_initial_order(exists, has_findex, ode_index):
+    """ODE's initial order (``Stage4LCP_ReorderPrep``) of one world's rows:
+    the existing rows without a friction index in ODE's row numbering
+    (``ode_index``, static (M,)), then the existing rows with one, then the rows
+    that do not exist this step (never swept as ODE rows: no-ops). Returns
+    (order int32 (M,), m int32 = the number of existing rows)."""
+    import jax.numpy as jnp
+    n = ode_index.shape[0]
+    idx = jnp.asarray(ode_index, jnp.int32)
+    key = jnp.where(exists, jnp.where(has_findex, n, 0) + idx, 2 * n + idx)
+    order = jnp.argsort(key, stable=True).astype(jnp.int32)
+    return order, jnp.sum(exists, dtype=jnp.int32)
+
+
+def ode_orders(exists, has_findex, ode_index, rng, iterations: int):
+    """The order of every sweep phase of one step of one world, as ODE 0.16
+    orders its island's rows: phase 0 the initial order
+    (:func:`ode_initial_order`), each later phase (before iterations 8, 16, ...)
+    the previous order shuffled over the ``m`` existing rows with ODE's
+    generator from state ``rng`` (uint32). Returns (orders int32 (phases, M),
+    the generator's state after the step)."""
+    import jax.numpy as jnp
+    lengths, _ = table(iterations, 0)
+    order, m = ode_initial_order(exists, has_findex, ode_index)
+    out = [order]
+    rng = jnp.asarray(rng, jnp.uint32)
+    for _ in lengths[1:]:
+        order, rng = jnp_shuffle(order, m, rng)
+        out.append(order)
+    return jnp.stack(out), rng
