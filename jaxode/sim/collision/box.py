@@ -100,9 +100,12 @@ def _clip(pts, cnt, axis, s, e):
     ip = pts + t[:, None] * (q - pts)
     cand = jnp.stack([pts, ip], axis=1).reshape(2 * N, 3)
     m = jnp.stack([inside, cross], axis=1).reshape(2 * N)
-    tgt = jnp.where(m, jnp.cumsum(m) - 1, N)
-    out = jnp.zeros_like(pts).at[tgt].set(cand, mode="drop")
-    return out, jnp.minimum(jnp.sum(m), N)
+    # compaction as a gather: slot j takes the (j+1)-th kept candidate, whose
+    # index is the number of candidates with fewer than j+1 kept up to them
+    kept = jnp.cumsum(m)
+    src = jnp.sum(kept[None, :] <= idx[:, None], axis=1)
+    out = jnp.where((idx < kept[-1])[:, None], cand[jnp.minimum(src, 2 * N - 1)], 0.0)
+    return out.astype(pts.dtype), jnp.minimum(kept[-1], N)
 
 
 def _clip_rect(poly, cnt, e1, e2):
