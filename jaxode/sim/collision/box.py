@@ -130,7 +130,7 @@ def _reduce(pos, depth, valid, k):
     N = pos.shape[0]
     key = jnp.where(valid, depth, -_BIG)
     first = jnp.argmax(key)
-    chosen = jnp.zeros((N,), bool).at[first].set(True)
+    chosen = jnp.arange(N) == first
     mind = jnp.sum((pos - pos[first]) ** 2, axis=-1)
 
     def pick(carry, _):
@@ -138,7 +138,7 @@ def _reduce(pos, depth, valid, k):
         cand = valid & ~chosen & (mind > _DUP_TOL2)
         score = jnp.where(cand, mind, -1.0)
         j = jnp.argmax(score)
-        chosen = chosen.at[j].set(True)
+        chosen = chosen | (jnp.arange(N) == j)
         mind = jnp.minimum(mind, jnp.sum((pos - pos[j]) ** 2, axis=-1))
         return (chosen, mind), (j, cand[j])
 
