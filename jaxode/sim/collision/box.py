@@ -83,13 +83,15 @@ def _clip(pts, cnt, axis, s, e):
     pts: (N,3) polygon with its ``cnt`` vertices compacted at the front in
     cyclic order. Returns the clipped polygon in the same format (a convex
     quad clipped 4 times never exceeds 8 vertices, so N = 8 suffices).
+    ``axis`` (0 or 1) may be traced, so that the four steps of a box face
+    run as one compiled loop body (:func:`_clip_rect`).
     """
     N = pts.shape[0]
     idx = jnp.arange(N)
     valid = idx < cnt
     nxt = jnp.where(idx + 1 < cnt, idx + 1, 0)
     q = pts[nxt]
-    f = s * pts[:, axis] - e
+    f = s * jnp.where(axis == 0, pts[:, 0], pts[:, 1]) - e
     fq = f[nxt]
     inside = valid & (f <= 0)
     cross = valid & (((f < 0) & (fq > 0)) | ((f > 0) & (fq < 0)))
@@ -98,33 +100,67 @@ def _clip(pts, cnt, axis, s, e):
     ip = pts + t[:, None] * (q - pts)
     cand = jnp.stack([pts, ip], axis=1).reshape(2 * N, 3)
     m = jnp.stack([inside, cross], axis=1).reshape(2 * N)
-    tgt = jnp.where(m, jnp.cumsum(m) - 1, N)
-    out = jnp.zeros_like(pts).at[tgt].set(cand, mode="drop")
-    return out, jnp.minimum(jnp.sum(m), N)
+    # compaction as a gather: slot j takes the (j+1)-th kept candidate, whose
+    # index is the number of candidates with fewer than j+1 kept up to them
+    kept = jnp.cumsum(m)
+    src = jnp.sum(kept[None, :] <= idx[:, None], axis=1)
+    out = jnp.where((idx < kept[-1])[:, None], cand[jnp.minimum(src, 2 * N - 1)], 0.0)
+    return out.astype(pts.dtype), jnp.minimum(kept[-1], N)
+
+
+def _clip_rect(poly, cnt, e1, e2):
+    """Clip a polygon (N,3) in a reference face's frame to |x| <= e1, |y| <= e2:
+    the four :func:`_clip` steps x <= e1, -x <= e1, y <= e2, -y <= e2 in that
+    order, as a ``lax.scan`` (one loop body compiled, not four)."""
+    dt = poly.dtype
+    steps = (jnp.array([0, 0, 1, 1], jnp.int32), jnp.array([1.0, -1.0, 1.0, -1.0], dt),
+             jnp.stack([e1, e1, e2, e2]).astype(dt))
+
+    def body(carry, step):
+        return _clip(carry[0], carry[1], *step), None
+
+    (poly, cnt), _ = jax.lax.scan(body, (poly, cnt), steps)
+    return poly, cnt
 
 
 def _reduce(pos, depth, valid, k):
     """Pick k of the candidate points: deepest first, then greedily the point
     farthest from those already chosen. Returns indices ordered deepest-first
-    and their validity."""
+    and their validity. The k - 1 greedy picks are one ``lax.scan`` body."""
     N = pos.shape[0]
     key = jnp.where(valid, depth, -_BIG)
     first = jnp.argmax(key)
-    chosen = jnp.zeros((N,), bool).at[first].set(True)
+    chosen = jnp.arange(N) == first
     mind = jnp.sum((pos - pos[first]) ** 2, axis=-1)
-    sel, sel_ok = [first], [valid[first]]
-    for _ in range(k - 1):
+
+    def pick(carry, _):
+        chosen, mind = carry
         cand = valid & ~chosen & (mind > _DUP_TOL2)
         score = jnp.where(cand, mind, -1.0)
         j = jnp.argmax(score)
-        sel.append(j)
-        sel_ok.append(cand[j])
-        chosen = chosen.at[j].set(True)
+        chosen = chosen | (jnp.arange(N) == j)
         mind = jnp.minimum(mind, jnp.sum((pos - pos[j]) ** 2, axis=-1))
-    sel = jnp.stack(sel)
-    ok = jnp.stack(sel_ok)
+        return (chosen, mind), (j, cand[j])
+
+    _, (rest, rest_ok) = jax.lax.scan(pick, (chosen, mind), None, length=k - 1)
+    sel = jnp.concatenate([first[None], rest])
+    ok = jnp.concatenate([valid[first][None], rest_ok])
     _, order = jax.lax.top_k(jnp.where(ok, depth[sel], -_BIG), k)
     return sel[order], ok[order]
+
+
+def _mm(a, b):
+    """``a @ b`` for vectors and small matrices as a product and a sum over the
+    contracted axis (terms added in index order, as XLA's dot), which XLA
+    fuses with its neighbours; a batched dot is a kernel of its own on CPU."""
+    a2 = a if a.ndim == 2 else a[None, :]
+    b2 = b if b.ndim == 2 else b[:, None]
+    out = jnp.sum(a2[:, :, None] * b2[None, :, :], axis=1)
+    if b.ndim == 1:
+        out = out[:, 0]
+    if a.ndim == 1:
+        out = out[0]
+    return out
 
 
 def box_box(g1: GeomWorld, g2: GeomWorld) -> Contact:
@@ -138,12 +174,13 @@ def box_box(g1: GeomWorld, g2: GeomWorld) -> Contact:
 
     # --- separating axis test -------------------------------------------
     af = jnp.concatenate([R1.T, R2.T], axis=0)  # (6,3) face axes (rows)
-    pf = jnp.abs(af @ R1) @ h1 + jnp.abs(af @ R2) @ h2 - jnp.abs(af @ d)
+    pf = _mm(jnp.abs(_mm(af, R1)), h1) + _mm(jnp.abs(_mm(af, R2)), h2) - jnp.abs(_mm(af, d))
     cr = jnp.cross(R1.T[:, None, :], R2.T[None, :, :]).reshape(9, 3)
     ue, eok = _safe_normalize(cr)
-    ad = jnp.abs(ue @ d)
-    pe = jnp.abs(ue @ R1) @ h1 + jnp.abs(ue @ R2) @ h2 - ad
-    pe_f = (jnp.abs(ue @ R1) + _EDGE_ABS) @ h1 + (jnp.abs(ue @ R2) + _EDGE_ABS) @ h2 - ad
+    ad = jnp.abs(_mm(ue, d))
+    ue1, ue2 = jnp.abs(_mm(ue, R1)), jnp.abs(_mm(ue, R2))
+    pe = _mm(ue1, h1) + _mm(ue2, h2) - ad
+    pe_f = _mm(ue1 + _EDGE_ABS, h1) + _mm(ue2 + _EDGE_ABS, h2) - ad
     pe_f = jnp.where(eok, pe_f, _BIG)
     # separation uses the exact (unfudged) edge penetrations, so a valid
     # contact never has negative depth (ODE tests with the fudged values)
@@ -154,7 +191,7 @@ def box_box(g1: GeomWorld, g2: GeomWorld) -> Contact:
 
     # --- face case: clip incident face against reference face --------------
     u = af[bf]
-    n_face = u * _sgn(u @ d)  # from box2 into box1
+    n_face = u * _sgn(_mm(u, d))  # from box2 into box1
     ref1 = bf < 3
     a = bf % 3
     p_ref, R_ref, h_ref = (jnp.where(ref1, x, y) for x, y in ((p1, p2), (R1, R2), (h1, h2)))
@@ -164,7 +201,7 @@ def box_box(g1: GeomWorld, g2: GeomWorld) -> Contact:
     i1, i2 = (a + 1) % 3, (a + 2) % 3
     t1, t2 = R_ref[:, i1], R_ref[:, i2]
     e1, e2 = h_ref[i1], h_ref[i2]
-    proj = n_ref @ R_inc
+    proj = _mm(n_ref, R_inc)
     b = jnp.argmax(jnp.abs(proj))
     c_inc = p_inc - _sgn(proj[b]) * R_inc[:, b] * h_inc[b]
     b1, b2 = (b + 1) % 3, (b + 2) % 3
@@ -172,28 +209,26 @@ def box_box(g1: GeomWorld, g2: GeomWorld) -> Contact:
     verts = (c_inc + fs[:, :1] * (h_inc[b1] * R_inc[:, b1])
              + fs[:, 1:] * (h_inc[b2] * R_inc[:, b2]))  # (4,3) cyclic
     frame = jnp.stack([t1, t2, n_ref], axis=1)  # world -> ref-local via rel @ frame
-    loc = (verts - c_ref) @ frame
+    loc = _mm(verts - c_ref, frame)
     poly = jnp.concatenate([loc, jnp.zeros((4, 3), dt)], axis=0)
-    cnt = jnp.asarray(4)
-    for axis, s, e in ((0, 1.0, e1), (0, -1.0, e1), (1, 1.0, e2), (1, -1.0, e2)):
-        poly, cnt = _clip(poly, cnt, axis, s, e)
+    poly, cnt = _clip_rect(poly, jnp.asarray(4), e1, e2)
     fdepth = -poly[:, 2]
     fvalid = (jnp.arange(poly.shape[0]) < cnt) & (fdepth >= 0)
-    fpos = c_ref + poly @ frame.T  # point on the incident face (ODE)
+    fpos = c_ref + _mm(poly, frame.T)  # point on the incident face (ODE)
     sel, fok = _reduce(fpos, fdepth, fvalid, K)
     face_pos, face_depth = fpos[sel], fdepth[sel]
 
     # --- edge-edge case --------------------------------------------------
     ie, je = be // 3, be % 3
     ue_b = ue[be]
-    n_edge = ue_b * _sgn(ue_b @ d)
+    n_edge = ue_b * _sgn(_mm(ue_b, d))
     ua, ub = R1[:, ie], R2[:, je]
     k3 = jnp.arange(3)
-    pa = p1 + R1 @ jnp.where(k3 != ie, -_sgn(n_edge @ R1) * h1, 0.0)
-    pb = p2 + R2 @ jnp.where(k3 != je, _sgn(n_edge @ R2) * h2, 0.0)
+    pa = p1 + _mm(R1, jnp.where(k3 != ie, -_sgn(_mm(n_edge, R1)) * h1, 0.0))
+    pb = p2 + _mm(R2, jnp.where(k3 != je, _sgn(_mm(n_edge, R2)) * h2, 0.0))
     pp = pb - pa
-    uaub = ua @ ub
-    q1, q2 = ua @ pp, -(ub @ pp)
+    uaub = _mm(ua, ub)
+    q1, q2 = _mm(ua, pp), -_mm(ub, pp)
     den = 1.0 - uaub * uaub
     dok = den > 1e-4
     dens = jnp.where(dok, den, 1.0)
