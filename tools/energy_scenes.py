@@ -92,15 +92,7 @@ def build_jaxode(case: dict, iterations: int = 20, geoms: bool = True):
                        mass=body_mass(bd))
         if not geoms:
             continue
-        d = bd["dims"]
-        if bd["shape"] == "box":
-            b.add_box(d["size"], body=i, surface=surf(k + 1))
-        elif bd["shape"] == "sphere":
-            b.add_sphere(d["radius"], body=i, surface=surf(k + 1))
-        elif bd["shape"] == "capsule":
-            b.add_capsule(d["radius"], d["length"], body=i, surface=surf(k + 1))
-        else:
-            b.add_cylinder(d["radius"], d["length"], body=i, surface=surf(k + 1))
+        add_geom(b, bd, i, surf(k + 1))
     for j in s["joints"]:
         getattr(b, f"add_{j['type']}")(j["body1"], j["body2"], collide=True,
                                        **joint_geometry(j),
@@ -202,40 +194,27 @@ def energy_budget(case: dict, ke0: float, pos0, pos) -> np.ndarray:
     return 10.0 * (ke0 + wg + motor_work_rate(case) * t)
 
 
+def add_geom(b, bd: dict, body: int, surface) -> None:
+    """Add body ``bd``'s collision shape (``bd["shape"]``, ``bd["dims"]``) to builder ``b``."""
+    d = bd["dims"]
+    if bd["shape"] == "box":
+        b.add_box(d["size"], body=body, surface=surface)
+    elif bd["shape"] == "sphere":
+        b.add_sphere(d["radius"], body=body, surface=surface)
+    elif bd["shape"] == "capsule":
+        b.add_capsule(d["radius"], d["length"], body=body, surface=surface)
+    else:
+        b.add_cylinder(d["radius"], d["length"], body=body, surface=surface)
+
+
 def ode_island_joint_order(case: dict) -> list:
-    """The order in which ODE 0.16 hands the case's joints to QuickStep
-    (dxProcessIslands, util.cpp): bodies and joints are prepended to the world's
-    lists and a joint to each body's list when attached, and the island is built
-    depth first from world->firstbody (the last body created). Only for bodies
-    that form one island through joints; returns joint indices."""
+    """The order in which ODE 0.16 hands the case's joints to QuickStep (the
+    builder's :func:`jaxode.build.builder.ode_joint_order`, which jaxode now
+    sweeps the joint rows in); returns joint indices."""
+    from jaxode.build.builder import ode_joint_order
     s = case["scene"]
-    nb, joints = len(s["bodies"]), s["joints"]
-    lists = {b: [] for b in range(nb)}
-    for ji, j in enumerate(joints):
-        for b in (j["body1"], j["body2"]):
-            if b is not None:
-                lists[b].insert(0, ji)
-    tagged_b, tagged_j, order = set(), set(), []
-    for bb in reversed(range(nb)):
-        if bb in tagged_b:
-            continue
-        tagged_b.add(bb)
-        stack, b = [], bb
-        while True:
-            for ji in lists[b]:
-                if ji in tagged_j:
-                    continue
-                tagged_j.add(ji)
-                order.append(ji)
-                j = joints[ji]
-                other = j["body2"] if j["body1"] == b else j["body1"]
-                if other is not None and other not in tagged_b:
-                    tagged_b.add(other)
-                    stack.append(other)
-            if not stack:
-                break
-            b = stack.pop()
-    return order
+    return list(ode_joint_order(len(s["bodies"]),
+                                [(j["body1"], j["body2"]) for j in s["joints"]]))
 
 
 # ----------------------------------------------------------------- random chains

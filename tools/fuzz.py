@@ -286,15 +286,7 @@ def build_jaxode(case: dict, defaults: bool = False, reorder_seed: int = 0):
         i = b.add_body(pos=bd["pos"], quat=bd["quat"], vel=w["vel"][k], angvel=w["angvel"][k],
                        mass=_mass(bd, w["mass"][k]))
         if base["geoms"]:
-            d = bd["dims"]
-            if bd["shape"] == "box":
-                b.add_box(d["size"], body=i, surface=surf(k + 1))
-            elif bd["shape"] == "sphere":
-                b.add_sphere(d["radius"], body=i, surface=surf(k + 1))
-            elif bd["shape"] == "capsule":
-                b.add_capsule(d["radius"], d["length"], body=i, surface=surf(k + 1))
-            else:
-                b.add_cylinder(d["radius"], d["length"], body=i, surface=surf(k + 1))
+            es.add_geom(b, bd, i, surf(k + 1))
     for j, p in zip(base["joints"], w["joints"]):
         getattr(b, f"add_{j['type']}")(j["body1"], j["body2"], collide=True, **_joint_geometry(j),
                                        **({} if defaults else p))
