@@ -173,9 +173,9 @@ def collide(model: Model, gpos: jax.Array, grot: jax.Array, lo: jax.Array,
         keep = overlap
         if grp.capacity < overlap.shape[0]:
             # more overlapping pairs than slots: every body's closest pairs first
-            gap = overflow.pair_gap(grp.type2, g1, g2, gpos, grot, lo, hi)
-            keep = overflow.keep_pairs(overlap, grp.capacity, gap, model.geom_body[g1],
-                                       model.geom_body[g2], model.nbody)
+            keep = overflow.keep_pairs(overlap, grp.capacity, grp.type2, g1, g2, gpos, grot,
+                                       lo, hi, model.geom_body[g1], model.geom_body[g2],
+                                       model.nbody)
         nover = jnp.sum(overlap, dtype=jnp.int32)
         overflow_pairs = overflow_pairs + jnp.maximum(nover - grp.capacity, 0)
         idx, pvalid, _ = compact(keep, grp.capacity)

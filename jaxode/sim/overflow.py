@@ -63,11 +63,16 @@ def spread_rank(pos: jax.Array, depth: jax.Array, valid: jax.Array) -> jax.Array
     first = jnp.argmax(jnp.where(valid, depth, -jnp.inf))
     rank = jnp.full((k,), k, jnp.int32).at[first].set(jnp.where(valid[first], 0, k))
     mind = jnp.sum((pos - pos[first]) ** 2, axis=-1)
-    for t in range(1, k):
+
+    def pick(t, carry):   # a loop, not unrolled: compiled once
+        rank, mind = carry
         free = valid & (rank == k)
         nxt = jnp.argmax(jnp.where(free, mind, -1.0))
         rank = rank.at[nxt].set(jnp.where(free[nxt], t, rank[nxt]))
         mind = jnp.minimum(mind, jnp.sum((pos - pos[nxt]) ** 2, axis=-1))
+        return rank, mind
+
+    rank, _ = jax.lax.fori_loop(1, k, pick, (rank, mind))
     return rank
 
 
@@ -109,14 +114,18 @@ def pair_gap(type2: int, a: jax.Array, b: jax.Array, gpos: jax.Array, grot: jax.
             - jnp.linalg.norm(h2, axis=-1))
 
 
-def keep_pairs(overlap: jax.Array, capacity: int, gap: jax.Array, body1: jax.Array,
-               body2: jax.Array, nbody: int) -> jax.Array:
-    """Which of a group's candidate pairs to pass to the narrowphase (mask like
-    ``overlap`` (npair,)). With more than ``capacity`` overlapping, keeps
-    ``capacity`` of them by (level, gap): level is the pair's rank, closest
-    first, among the overlapping pairs of its dynamic body (the better of its
-    two bodies'); body ``nbody`` is the static world."""
-    def choose(overlap, gap, body1, body2):
+def keep_pairs(overlap: jax.Array, capacity: int, type2: int, a: jax.Array, b: jax.Array,
+               gpos: jax.Array, grot: jax.Array, lo: jax.Array, hi: jax.Array,
+               body1: jax.Array, body2: jax.Array, nbody: int) -> jax.Array:
+    """Which of a group's candidate pairs (geoms ``a``, ``b`` of bodies ``body1``,
+    ``body2``) to pass to the narrowphase (mask like ``overlap`` (npair,)). With
+    more than ``capacity`` overlapping, keeps ``capacity`` of them by (level,
+    gap): gap is :func:`pair_gap`, level the pair's rank, closest first, among
+    the overlapping pairs of its dynamic body (the better of its two bodies');
+    body ``nbody`` is the static world. Nothing is computed unless some world
+    overflows."""
+    def choose(overlap, a, b, gpos, grot, lo, hi, body1, body2):
+        gap = pair_gap(type2, a, b, gpos, grot, lo, hi)
         npair = overlap.shape[0]
         body = jnp.concatenate([body1, body2])
         live = jnp.concatenate([overlap, overlap]) & (body < nbody)
@@ -132,4 +141,4 @@ def keep_pairs(overlap: jax.Array, capacity: int, gap: jax.Array, body1: jax.Arr
         level = jnp.where(overlap, jnp.minimum(rank[:npair], rank[npair:]), _BIG)
         return _first_by((level, gap), overlap, capacity)
 
-    return _guarded(overlap, capacity, choose, overlap, gap, body1, body2)
+    return _guarded(overlap, capacity, choose, overlap, a, b, gpos, grot, lo, hi, body1, body2)
