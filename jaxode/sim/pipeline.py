@@ -18,32 +18,25 @@ SOLVERS = solver.SOLVERS
 
 
 def physics_step(model: Model, state: State, params: Params, dt: jax.Array) -> State:
-    """Advance one world by ``dt`` seconds (no validity bookkeeping)."""
-    if model.auto_disable:
-        return _step_auto_disable(model, state, params, dt)
-    bodies = dynamics.bodies(model, params, state, dt)       # masses, inertia, forces
+    """Advance one world by ``dt`` seconds (no validity bookkeeping).
+
+    With ``model.auto_disable`` (ODE's auto-disable, :mod:`jaxode.sim.autodisable`)
+    the idle pass and the island walk run after the collision pass and fix which
+    bodies are enabled; rows of disabled islands are inactive and disabled
+    bodies frozen (``enabled``); without it ``enabled`` is None and nothing of it
+    is traced."""
     found = narrowphase.detect(model, state)                   # contacts
-    rows = rowset.build(model, params, bodies, found)          # joint + contact rows
+    enabled = None
+    if model.auto_disable:
+        state = autodisable.handle(model, params, state, found.contacts, dt)
+        enabled = state.body_enabled
+    bodies = dynamics.bodies(model, params, state, dt)       # masses, inertia, forces
+    rows = rowset.build(model, params, bodies, found, enabled=enabled)  # joint + contact rows
     bodies = dynamics.accelerate(bodies, rows)                 # M^-1 f, QuickStep's rhs
     sol = solver.solve_rows(model, rows, bodies, params, state.time,  # lambdas, fc = M^-1 J^T lambda
                             rng=state.rng)
-    new = integrate.advance(model, params, state, bodies, sol.fc)
-    return _finish(model, state, new, rows, found, sol)
-
-
-def _step_auto_disable(model: Model, state: State, params: Params, dt: jax.Array) -> State:
-    """The step with ODE's auto-disable (:mod:`jaxode.sim.autodisable`): after the
-    collision pass, the idle pass and the island walk fix which bodies are
-    enabled; rows of disabled islands are inactive and disabled bodies frozen."""
-    found = narrowphase.detect(model, state)                   # contacts
-    state = autodisable.handle(model, params, state, found.contacts, dt)
-    on = state.body_enabled
-    bodies = dynamics.bodies(model, params, state, dt)
-    rows = rowset.build(model, params, bodies, found, enabled=on)
-    bodies = dynamics.accelerate(bodies, rows)
-    sol = solver.solve_rows(model, rows, bodies, params, state.time, rng=state.rng)
-    new = integrate.advance(model, params, state, bodies, sol.fc, enabled=on)
-    return _finish(model, state, new, rows, found, sol, enabled=on)
+    new = integrate.advance(model, params, state, bodies, sol.fc, enabled=enabled)
+    return _finish(model, state, new, rows, found, sol, enabled)
 
 
 def _finish(model, state, new, rows, found, sol, enabled=None) -> State:

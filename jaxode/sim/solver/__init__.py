@@ -19,6 +19,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxode.sim.solver import batching, colored, direct, pgs, reorder as reorder_lib
 from jaxode.sim.solver.colored import COLOURS, colour
@@ -90,7 +91,6 @@ def ode_row_orders(rows, rng, iterations: int):
     friction rows. A row exists (ODE's m counts it) when it is active; a
     friction row also needs a non-zero bound (ODE's getInfo1 adds a friction row
     only for mu > 0). Returns (orders int32 (phases, Rh + Rt), new rng)."""
-    import numpy as np
     nh, nt, k = rows.head.body1.shape[0], rows.tail.body1.shape[0], rows.block
     nj = rows.njoint_rows
     nc = nt // k
@@ -112,7 +112,7 @@ def solve_rows(model, rows, bodies, params, time=0.0, rng=None) -> Solution:
     dtype = bodies.rhs.dtype
     if model.solver == "direct":
         return solve_direct(model, rows, bodies)
-    if getattr(model, "reorder", "joints") == "ode":
+    if model.reorder == "ode":
         if model.solver != "pgs" or model.friction_cone:
             raise ValueError("reorder='ode' (ODE 0.16's shuffle of every row) needs solver "
                              "'pgs' and no cone friction (Gazebo's cone model is not ODE's "
