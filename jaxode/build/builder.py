@@ -106,6 +106,12 @@ def _bits(name: str, v) -> int:
     return int(v)
 
 
+def _state_round(v) -> np.ndarray:
+    """``v`` as float64 after rounding to the active float dtype (what jnp.asarray
+    stores: float32 unless jax_enable_x64; the identity with x64)."""
+    return np.asarray(jnp.asarray(np.asarray(v, np.float64)), np.float64)
+
+
 def _quat_to_mat(q: np.ndarray) -> np.ndarray:
     w, x, y, z = q
     return np.array([
@@ -934,6 +940,11 @@ class WorldBuilder:
                 p2, r2, q2, has2, bi2 = b2["pos"], _quat_to_mat(b2["quat"]), b2["quat"], 1.0, j["body2"]
             geo = j["geometry"]
             anchor = geo.get("anchor", p1)
+            # the body-frame anchors and offset from the positions as the State
+            # holds them (float32 unless x64): with the exact positions, float32's
+            # rounding of a body 5 m out (2.4e-7 m) is a joint error at t = 0 that
+            # ERP / h turns into ~5e-5 m/s (jaxode.sim.joints.common.anchor_gap)
+            p1, p2, anchor = (_state_round(v) for v in (p1, p2, anchor))
             axis = geo.get("axis", np.array([0.0, 0.0, 1.0]))
             qc = q1 * np.array([1.0, -1, -1, -1])
             w1, x1, y1, z1 = qc

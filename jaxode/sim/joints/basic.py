@@ -8,7 +8,7 @@ import jax.numpy as jnp
 from jaxode.sim import math as jm
 from jaxode.sim.joints.common import (BALL, FIXED, HINGE, SLIDER, BodyPair, JointParams, JointType,
                                   assemble, axis, cross_minus, hinge_angle_from_quat, limot_row,
-                                  register, relative_quat, reverse_sign)
+                                  register, relative_quat, reverse_sign, anchor_gap)
 
 
 def ball_rows_of(g, b: BodyPair, k):
@@ -18,7 +18,7 @@ def ball_rows_of(g, b: BodyPair, k):
     eye = jnp.eye(3, dtype=a1.dtype)
     j1 = jnp.concatenate([eye, cross_minus(a1)], axis=1)
     j2 = jnp.concatenate([-eye, -cross_minus(a2)], axis=1)
-    c = k * (a2 + b.pos2 - a1 - b.pos1)
+    c = k * anchor_gap(b.pos1, a1, b.pos2, a2)
     return j1, j2, c
 
 
@@ -99,7 +99,7 @@ def slider(g, b: BodyPair, jp: JointParams, erp_w, cfm_w, h):
     # its stops test (slider.cpp: dJOINT_REVERSE)
     sgn = reverse_sign(g, ax1.dtype)
     axl = ax1 * sgn
-    position = jnp.dot(axl, b.pos1 - r2 @ g.offset - b.pos2)
+    position = jnp.dot(axl, (b.pos1 - b.pos2) - r2 @ g.offset)
     rate = jnp.dot(axl, b.vel1) - jnp.dot(axl, b.vel2)
     a = axis(jp.axes, 0)
     use = ((a.lo_stop > -jnp.inf) | (a.hi_stop < jnp.inf)) & (a.lo_stop <= a.hi_stop)

@@ -123,6 +123,23 @@ def reverse_sign(g, dtype) -> jax.Array:
     return jnp.where(g.reverse, -1.0, 1.0).astype(dtype)
 
 
+def anchor_gap(pos1, a1, pos2, a2):
+    """(pos2 + a2) - (pos1 + a1) [m], world frame: the gap between a joint's two
+    anchor points, body origin ``pos`` plus the anchor ``a`` rotated into the
+    world frame (for the world as body 2: pos2 = 0 and a2 the world point).
+
+    ODE (ball.cpp setBall, hinge2.cpp, ...) sums ``a2 + pos2 - a1 - pos1``; in
+    float32 that rounds the absolute anchor a2 + pos2 (a body 5 m from the
+    origin: ulp 4.8e-7 m) before the near-cancelling subtraction, a spurious gap
+    that ERP / h turns into a velocity error of ~5e-5 m/s per row per step (the
+    fuzz campaign's float32 ball chains diverged from float64 by 1.7e-4 rad/s
+    in ONE step, 1 iteration). Subtracting the two nearby large terms first
+    (pos2 - pos1, or a2 - pos1 for the world; exact by Sterbenz's lemma when
+    they are within a factor 2) and adding the small offsets after keeps the
+    gap's error at the offsets' ulp. The same value in exact arithmetic."""
+    return ((pos2 - pos1) + a2) - a1
+
+
 def cross_minus(a):
     """ODE's dSetCrossMatrixMinus: the matrix M with M @ b = b x a."""
     z = jnp.zeros_like(a[0])

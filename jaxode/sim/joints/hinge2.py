@@ -21,7 +21,7 @@ import numpy as np
 
 from jaxode.sim import math as jm
 from jaxode.sim.joints.basic import rotational_limit_in_use
-from jaxode.sim.joints.common import (HINGE2, BodyPair, JointParams, JointType, assemble, axis,
+from jaxode.sim.joints.common import (HINGE2, BodyPair, anchor_gap, JointParams, JointType, assemble, axis,
                                   limot_row, register)
 
 
@@ -60,7 +60,7 @@ def hinge2(g, b: BodyPair, jp: JointParams, erp_w, cfm_w, h):
     a2 = jm.quat_to_mat(b.quat2) @ g.anchor2
     jb1 = jnp.concatenate([dirs, jnp.cross(a1, dirs)], axis=1)
     jb2 = jnp.concatenate([-dirs, jnp.cross(dirs, a2)], axis=1)
-    gap = dirs @ (a2 + b.pos2 - a1 - b.pos1)
+    gap = dirs @ anchor_gap(b.pos1, a1, b.pos2, a2)
     cb = jnp.stack([jp.suspension_erp / h, k, k]) * gap
     # the row keeping the angle between the axes
     z3 = jnp.zeros(3, dtype)

@@ -25,7 +25,7 @@ import jax.numpy as jnp
 
 from jaxode.sim import math as jm
 from jaxode.sim.joints.basic import hinge_axis_rows
-from jaxode.sim.joints.common import (PISTON, BodyPair, JointParams, JointType, assemble, axis,
+from jaxode.sim.joints.common import (PISTON, BodyPair, anchor_gap, JointParams, JointType, assemble, axis,
                                   hinge_angle_from_quat, limot_row, register, relative_quat)
 
 
@@ -33,7 +33,7 @@ def piston_position(g, pos1, q1, pos2, q2):
     """dJointGetPistonPosition [m]: ax1 . (anchor point of body 1 - anchor on
     body 2), ax1 the world axis of body 1; zero at build time."""
     r1 = jm.quat_to_mat(q1)
-    gap = pos1 + r1 @ g.anchor1 - pos2 - jm.quat_to_mat(q2) @ g.anchor2
+    gap = -anchor_gap(pos1, r1 @ g.anchor1, pos2, jm.quat_to_mat(q2) @ g.anchor2)
     return jnp.dot(r1 @ g.axis1, gap)
 
 
@@ -57,7 +57,7 @@ def piston(g, b: BodyPair, jp: JointParams, erp_w, cfm_w, h):
     # body 2's anchor relative to its centre, and relative to body 1's centre (for
     # the world r2 = I, pos2 = 0: anchor2 - pos1, as ODE)
     lanchor2 = r2 @ g.anchor2
-    dist = lanchor2 + b.pos2 - b.pos1
+    dist = (b.pos2 - b.pos1) + lanchor2
     p, q = jm.plane_space(ax1)
     dirs = jnp.stack([p, q])
     jl1 = jnp.concatenate([dirs, jnp.cross(dist, dirs)], axis=1)

@@ -36,7 +36,7 @@ import jax.numpy as jnp
 
 from jaxode.sim import math as jm
 from jaxode.sim.joints.basic import rotational_limit_in_use
-from jaxode.sim.joints.common import (PR, BodyPair, JointParams, JointType, assemble, axis,
+from jaxode.sim.joints.common import (PR, BodyPair, anchor_gap, JointParams, JointType, assemble, axis,
                                   hinge_angle_from_quat, limot_row, register, relative_quat)
 
 
@@ -45,7 +45,7 @@ def pr_position(g, pos1, q1, pos2, q2):
     axP the world prismatic axis; zero at build time (body 2 = world: pos2 = 0,
     q2 = identity, anchor2 a world point)."""
     r1 = jm.quat_to_mat(q1)
-    gap = pos1 + r1 @ g.anchor1 - pos2 - jm.quat_to_mat(q2) @ g.anchor2
+    gap = -anchor_gap(pos1, r1 @ g.anchor1, pos2, jm.quat_to_mat(q2) @ g.anchor2)
     return jnp.dot(r1 @ g.extra["axis_p"], gap)
 
 
@@ -75,7 +75,7 @@ def pr(g, b: BodyPair, jp: JointParams, erp_w, cfm_w, h):
     # body 2's anchor relative to its centre, and relative to body 1's centre (for
     # the world r2 = I, pos2 = 0: anchor2 - pos1, as ODE)
     wanchor2 = r2 @ g.anchor2
-    dist = wanchor2 + b.pos2 - b.pos1
+    dist = (b.pos2 - b.pos1) + wanchor2
     bb = jnp.cross(ax1, ax2)
     dirs_a = jnp.stack([axp, q])
     ja1 = jnp.concatenate([jnp.zeros((2, 3), dtype), dirs_a], axis=1)

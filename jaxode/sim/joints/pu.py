@@ -20,7 +20,7 @@ import numpy as np
 
 from jaxode.sim import math as jm
 from jaxode.sim.joints.basic import rotational_limit_in_use
-from jaxode.sim.joints.common import (PU, BodyPair, JointParams, JointType, assemble, axis,
+from jaxode.sim.joints.common import (PU, BodyPair, anchor_gap, JointParams, JointType, assemble, axis,
                                   limot_row, register)
 from jaxode.sim.joints.universal import initial_relative_rotations, universal_angles, world_axes
 
@@ -29,7 +29,7 @@ def pu_position(g, pos1, q1, pos2, q2):
     """dJointGetPUPosition [m]: axis 3 . (anchor on body 1 - anchor on body 2);
     zero at build time, grows as body 1 moves along +axis 3."""
     r1 = jm.quat_to_mat(q1)
-    gap = pos1 + r1 @ g.anchor1 - pos2 - jm.quat_to_mat(q2) @ g.anchor2
+    gap = -anchor_gap(pos1, r1 @ g.anchor1, pos2, jm.quat_to_mat(q2) @ g.anchor2)
     return jnp.dot(r1 @ g.extra["axis_p"], gap)
 
 
@@ -59,7 +59,7 @@ def pu(g, b: BodyPair, jp: JointParams, erp_w, cfm_w, h):
     axp = r1 @ g.extra["axis_p"]
     pt1 = r1 @ g.anchor1                      # anchor of body 1, relative to its centre
     pt2 = jm.quat_to_mat(b.quat2) @ g.anchor2  # anchor of body 2, relative to its centre
-    sep = pt2 + b.pos2 - pt1 - b.pos1
+    sep = anchor_gap(b.pos1, pt1, b.pos2, pt2)
     p, q = jm.plane_space(axp)
     dirs = jnp.stack([p, q])
     j1 = jnp.concatenate([ju1[None], jnp.concatenate([dirs, jnp.cross(pt1, dirs)], axis=1)])
