@@ -148,6 +148,29 @@ def _extent(dims) -> float:
     return float(dims["radius"] + 0.5 * dims.get("length", 0.0))
 
 
+#: mixed chains: the gap [m] every body's bounding sphere starts at, from the
+#: plane and from the other bodies' bounding spheres
+CLEARANCE = 0.01
+
+
+def _clear_link(rng, anchor, r, centres, radii, tries: int = 64):
+    """A mixed chain's next link (direction d, length L) from ``anchor``: L in
+    U(0.15, 0.5) m but at least 2 r + CLEARANCE (the body's bounding sphere of
+    radius ``r`` then leaves the joint anchors clear), d pointing down-ish as in
+    the chains; redrawn (up to ``tries`` times, then the link is lengthened) until
+    the body's bounding sphere at anchor + L d / 2 is CLEARANCE away from every
+    earlier body's (``centres``, ``radii``). Deterministic in ``rng``."""
+    for k in range(tries):
+        d = _unit(rng)
+        d[2] = -abs(d[2]) * rng.uniform(0, 1)
+        d /= np.linalg.norm(d)
+        L = max(float(rng.uniform(0.15, 0.5)), 2.0 * r + CLEARANCE) * (1.0 + 0.1 * (k // 16))
+        c = anchor + 0.5 * L * d
+        if all(np.linalg.norm(c - c2) >= r + r2 + CLEARANCE for c2, r2 in zip(centres, radii)):
+            return d, L
+    raise RuntimeError(f"no clear link after {tries} draws (anchor {anchor}, r {r})")
+
+
 def base_scene(t: Template, seed: int, chunk: int, ti: int) -> dict:
     """The chunk's geometry: bodies (shape, dims, pos, quat), joints (type, bodies,
     anchor, axes) and whether the scene has a ground plane and geoms."""
@@ -166,12 +189,20 @@ def base_scene(t: Template, seed: int, chunk: int, ti: int) -> dict:
         return dict(family=t.family, bodies=bodies, joints=joints, geoms=True)
     h = 5.0 if t.family == "chain" else float(rng.uniform(0.3, 0.8))
     anchor = np.array([0.0, 0.0, h])
+    centres, radii = [], []
     for k, (jt, sh) in enumerate(zip(t.joints, t.shapes)):
-        d = _unit(rng)
-        d[2] = -abs(d[2]) * rng.uniform(0, 1)
-        d /= np.linalg.norm(d)
-        L = rng.uniform(0.2, 1.0) if t.family == "chain" else rng.uniform(0.15, 0.5)
-        bodies.append(dict(shape=sh, dims=_dims(rng, sh), pos=[float(x) for x in anchor + 0.5 * L * d],
+        if t.family == "mixed":
+            dims = _dims(rng, sh)
+            d, L = _clear_link(rng, anchor, _extent(dims), centres, radii)
+        else:   # the chains' draws in their original order (chunks reproduce)
+            d = _unit(rng)
+            d[2] = -abs(d[2]) * rng.uniform(0, 1)
+            d /= np.linalg.norm(d)
+            L = rng.uniform(0.2, 1.0)
+            dims = _dims(rng, sh)
+        centres.append(anchor + 0.5 * L * d)
+        radii.append(_extent(dims))
+        bodies.append(dict(shape=sh, dims=dims, pos=[float(x) for x in centres[-1]],
                            quat=[1.0, 0.0, 0.0, 0.0]))
         a1 = _unit(rng)
         a2 = np.cross(a1, _unit(rng))
@@ -181,6 +212,15 @@ def base_scene(t: Template, seed: int, chunk: int, ti: int) -> dict:
                            anchor=[float(x) for x in anchor], axis1=[float(x) for x in a1],
                            axis2=[float(x) for x in a2], axis3=[float(x) for x in a3]))
         anchor = anchor + L * d
+    if t.family == "mixed":
+        # lift the whole chain (bodies and anchors) so that every bounding sphere
+        # starts CLEARANCE above the plane: no initial penetration energy
+        low = min(c[2] - r for c, r in zip(centres, radii))
+        lift = max(0.0, CLEARANCE - low)
+        for b in bodies:
+            b["pos"][2] += lift
+        for j in joints:
+            j["anchor"][2] += lift
     return dict(family=t.family, bodies=bodies, joints=joints, geoms=t.family == "mixed")
 
 
@@ -412,6 +452,28 @@ def run_jaxode(cases: list, n_steps: int) -> dict:
     return {k: np.asarray(v) for k, v in zip(keys, out)}
 
 
+#: batch size of the cone templates' pyramid re-runs (fixed: one compile per template)
+PYR_BATCH = 32
+
+
+def pyramid_verdicts(cases: list, n_steps: int) -> list:
+    """:func:`check` of each case stepped in jaxode with ODE's pyramid friction
+    instead of its cone (Gazebo's cone_model, which libode lacks): the jaxode
+    counterpart of the libode replay. Batched by PYR_BATCH (padded with the
+    first case)."""
+    out = []
+    pc = [dict(c, friction="pyramid") for c in cases]
+    for k in range(0, len(pc), PYR_BATCH):
+        part = pc[k:k + PYR_BATCH]
+        tr = run_jaxode(part + [part[0]] * (PYR_BATCH - len(part)), n_steps)
+        for i, c in enumerate(part):
+            v = check(c, {key: tr[key][i] for key in ("pos", "quat", "vel", "angvel", "max_depth")})
+            v["finite"] &= not bool(tr["nonfinite"][i])
+            v["exploded"] |= not v["finite"]
+            out.append(v)
+    return out
+
+
 def run_ode(case: dict, rand_seed: int = 0) -> dict:
     w = build_ode(case, rand_seed=rand_seed)
     try:
@@ -501,11 +563,23 @@ def run_chunk(ti: int, chunk: int, worlds: int, steps: int, seed: int, ode: bool
                ode_seeds=1 + len(ODE_SEEDS),
                max_depth=0.0, ratio_p99=0.0)
     ratios = []
+    verdicts = []
     for i, c in enumerate(cases):
         tr = {k: out[k][i] for k in ("pos", "quat", "vel", "angvel", "max_depth")}
         v = check(c, tr)
         v["finite"] &= not bool(out["nonfinite"][i])
         v["exploded"] |= not v["finite"]
+        verdicts.append(v)
+    pyr = {}
+    if t.friction == "cone" and ode:
+        # libode has no cone: the failing worlds again in jaxode with ODE's pyramid
+        # (the model the libode replay steps); the like-for-like verdict uses these
+        bad = [i for i, v in enumerate(verdicts) if v["exploded"] or v["deep"]]
+        pyr = pyramid_verdicts([cases[i] for i in bad], steps)
+        pyr = dict(zip(bad, pyr))
+        row.update(cone_failed_pyramid_calm=0, exploded_cone_only=0, deep_cone_only=0)
+    for i, c in enumerate(cases):
+        v = verdicts[i]
         row["rollouts"] += 1
         row["world_steps"] += steps
         ratios.append(v["ratio"])
@@ -523,6 +597,18 @@ def run_chunk(ti: int, chunk: int, worlds: int, steps: int, seed: int, ode: bool
             continue
         fail = dict(world=i, replay=f"{ti}:{chunk}:{i}", ratio=v["ratio"], depth=v["depth"],
                     finite=v["finite"])
+        if i in pyr:   # cone world: the verdicts that count against ODE are pyramid's
+            vp = pyr[i]
+            fail.update(pyramid_ratio=vp["ratio"], pyramid_depth=vp["depth"])
+            row["exploded_cone_only"] += v["exploded"] and not vp["exploded"]
+            row["deep_cone_only"] += v["deep"] and not vp["deep"]
+            if not (vp["exploded"] or vp["deep"]):
+                row["cone_failed_pyramid_calm"] += 1
+                fail["cone_only"] = True
+                row["failures"].append(fail)
+                continue
+            v = dict(v, exploded=v["exploded"] and vp["exploded"], deep=v["deep"] and vp["deep"],
+                     depth=min(v["depth"], vp["depth"]))
         if ode:
             r = replay(c, v["depth"] if v["deep"] else 0.0)
             fail.update(r)
@@ -587,7 +673,10 @@ def campaign(args) -> dict:
                 print(f"{prec} {row['template']:<30} chunk {chunk}: {row['rollouts']} rollouts, "
                       f"exploded {row['exploded']} (jaxode only {row['exploded_jaxode_only']}), "
                       f"nonfinite {row['nonfinite']}, deep {row['deep']} (jaxode only "
-                      f"{row['deep_jaxode_only']}), overflow {row['overflow']}, max depth "
+                      f"{row['deep_jaxode_only']}), overflow {row['overflow']}, "
+                      + (f"cone-only (jaxode pyramid calm) exploded {row['exploded_cone_only']} deep "
+                         f"{row['deep_cone_only']}, " if "exploded_cone_only" in row else "")
+                      + f"max depth "
                       f"{row['max_depth']:.3g} m, KE ratio p99 {row['ratio_p99']:.3g}; "
                       f"{row['total_s']:.0f} s (rollout {row['wall_s']:.0f} s)"
                       + (f"; ODE (every world, seed 0): exploded {row['ode_seed0_exploded']}, of "
@@ -637,7 +726,8 @@ def table(paths) -> str:
         units += _load(p)["units"]
     lines = []
     cols = ("rollouts", "world_steps", "exploded", "exploded_ode_also", "exploded_ode_other_seed",
-            "exploded_jaxode_only", "nonfinite", "deep", "deep_ode_also", "deep_jaxode_only", "overflow")
+            "exploded_jaxode_only", "exploded_cone_only", "nonfinite", "deep", "deep_ode_also",
+            "deep_jaxode_only", "deep_cone_only", "overflow")
     head = ("| precision | template | " + " | ".join(cols) + " | max depth [m] | max KE ratio | s |")
     lines += [head, "|" + "---|" * (len(cols) + 5)]
     for prec in ("float32", "float64"):
@@ -647,7 +737,7 @@ def table(paths) -> str:
         names = list(dict.fromkeys(u["template"] for u in us))
         for name in names + ["**all**"]:
             g = us if name == "**all**" else [u for u in us if u["template"] == name]
-            s = {c: sum(u[c] for u in g) for c in cols}
+            s = {c: sum(u.get(c, 0) for u in g) for c in cols}
             md = max(u["max_depth"] for u in g)
             rm = max(u.get("ratio_max", 0.0) for u in g)
             tt = sum(u["total_s"] for u in g)
@@ -668,14 +758,17 @@ def replay_one(args) -> int:
     case = world_case(t, base, world_params(t, base, args.seed, chunk, ti, i), args.steps)
     print(json.dumps(case, indent=1) if args.verbose else f"{t.name}, world {args.replay}, seed {args.seed}")
     jseeds = [int(x) for x in args.jaxode_seeds.split(",")]
-    for js in jseeds:
+    runs = [(case, js) for js in jseeds]
+    if case["friction"] == "cone":   # and with the pyramid libode steps (pyramid_verdicts)
+        runs += [(dict(case, friction="pyramid"), js) for js in jseeds]
+    for case_j, js in runs:
         with jax.enable_x64(args.x64):
-            m = build_jaxode(case, reorder_seed=js)
+            m = build_jaxode(case_j, reorder_seed=js)
             _, tr = jaxode.rollout(m, jaxode.init(m), args.steps, case["world"]["dt"])
             jx = {k: np.asarray(getattr(tr, k), np.float64)
                   for k in ("pos", "quat", "vel", "angvel", "max_depth")}
         v = check(case, jx)
-        print(f"jaxode ({'float64' if args.x64 else 'float32'}, reorder_seed {js}): max KE ratio "
+        print(f"jaxode ({'float64' if args.x64 else 'float32'}, {case_j['friction']}, reorder_seed {js}): max KE ratio "
               f"{v['ratio']:.4g}, max KE {v['max_ke']:.4g} J, KE0 {v['ke0']:.4g} J, max depth "
               f"{v['depth']:.4g} m, finite {v['finite']}", flush=True)
     for s in range(args.ode_seeds):
