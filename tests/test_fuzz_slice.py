@@ -116,3 +116,41 @@ def test_fuzz_extended(ti, x64):
         row = fz.run_chunk(ti, chunk=0, worlds=128, steps=200, seed=1,
                            ode=_libode_or_none() is not None)
     _assert_no_jaxode_only(row)
+
+
+def test_mixed_chains_start_clear():
+    """The mixed chains (on the ground) start with every body above the plane
+    z = 0 (each shape's exact lowest point at its initial pose, identity
+    orientation: box half-height, sphere radius, capsule half-length + radius,
+    cylinder half-length along z) and no two bodies' bounding spheres touching:
+    no penetration energy at t = 0 for the budget to miss. Chain templates keep
+    their geometry: the joint anchors still join consecutive links."""
+    for ti, t in enumerate(fz.TEMPLATES):
+        if t.family != "mixed":
+            continue
+        for chunk in range(30):
+            base = fz.base_scene(t, 0, chunk, ti)
+            lows, cs, rs = [], [], []
+            for b in base["bodies"]:
+                d, z = b["dims"], b["pos"][2]
+                assert b["quat"] == [1.0, 0.0, 0.0, 0.0]
+                if b["shape"] == "box":
+                    low, r = z - d["size"][2] / 2, 0.5 * np.linalg.norm(d["size"])
+                elif b["shape"] == "sphere":
+                    low, r = z - d["radius"], d["radius"]
+                elif b["shape"] == "capsule":
+                    low, r = z - d["length"] / 2 - d["radius"], d["length"] / 2 + d["radius"]
+                else:
+                    low, r = z - d["length"] / 2, np.hypot(d["length"] / 2, d["radius"])
+                lows.append(low)
+                cs.append(np.asarray(b["pos"]))
+                rs.append(r)
+            assert min(lows) > 0.0, (t.name, chunk, lows)
+            for i in range(len(cs)):
+                for j in range(i):
+                    assert np.linalg.norm(cs[i] - cs[j]) > rs[i] + rs[j], (t.name, chunk, i, j)
+            # body k sits halfway between its joint's anchor and the next joint's
+            js = base["joints"]
+            for k in range(len(js) - 1):
+                mid = 0.5 * (np.asarray(js[k]["anchor"]) + np.asarray(js[k + 1]["anchor"]))
+                np.testing.assert_allclose(cs[k], mid, atol=1e-12)
