@@ -15,10 +15,14 @@ fudge factor and motor CFM -- every value inside the range that
 
 Families: ``chain`` (a hanging joint chain, bodies and joints only, no
 collision), ``mixed`` (a chain anchored low, colliding with the ground and
-itself) and ``pile`` (free boxes, spheres, capsules and cylinders dropped in
+itself; it starts with every bounding sphere CLEARANCE from the plane and from
+the others, :func:`_clear_link`) and ``pile`` (free boxes, spheres, capsules and cylinders dropped in
 a column onto the plane z = 0). Joint types: hinge, slider, ball, universal,
 hinge-2, fixed, PR, PU and piston. Friction models: pyramid, box (both ODE's)
-and cone (Gazebo's cone_model; libode has no cone: its replay uses pyramid).
+and cone (Gazebo's cone_model; libode has no cone: its replay uses pyramid,
+and a failing cone world counts against ODE only when jaxode with pyramid
+friction fails too, :func:`pyramid_verdicts`; otherwise it is counted as
+``exploded_cone_only`` / ``deep_cone_only``, with no reference).
 
 Counted per world-rollout (``--steps`` steps):
 
