@@ -311,17 +311,20 @@ def _surface_kw(s: dict) -> dict:
     return {k: s[k] for k in ("mu", "bounce", "bounce_vel", "soft_erp", "soft_cfm") if k in s}
 
 
-def build_jaxode(case: dict, defaults: bool = False, reorder_seed: int = 0):
+def build_jaxode(case: dict, defaults: bool = False, reorder_seed: int = 0,
+                 reorder: str = "joints"):
     """The case as a jaxode Model (precision active at call time). ``defaults``:
     the chunk's model with every per-world value at its default (the worlds'
-    values then come in through :func:`world_arrays`)."""
+    values then come in through :func:`world_arrays`). ``reorder="ode"``: ODE
+    0.16's own shuffle of every row from ``reorder_seed`` (libode's
+    ``rand_seed``), the row order the libode replay sweeps."""
     import jaxode
 
     base, w = case["base"], case["world"]
     b = jaxode.WorldBuilder(gravity=tuple(w["gravity"]), erp=w["erp"], cfm=w["cfm"],
                             iterations=20, friction_model=case["friction"],
                             contact_max_correcting_vel=w["contact_max_correcting_vel"],
-                            reorder_seed=reorder_seed)
+                            reorder_seed=reorder_seed, reorder=reorder)
     surf = (lambda i: jaxode.Surface()) if defaults else (
         lambda i: jaxode.Surface(**_surface_kw(w["surfaces"][i])))
     if base["geoms"]:
@@ -437,14 +440,16 @@ def _batched(n_steps: int):
     return _FNS[n_steps]
 
 
-def run_jaxode(cases: list, n_steps: int) -> dict:
+def run_jaxode(cases: list, n_steps: int, reorder: str = "joints") -> dict:
     """The chunk's worlds (one base geometry) in ONE vmapped rollout (precision
-    active at call time). Returns numpy arrays with a leading world axis."""
+    active at call time). Returns numpy arrays with a leading world axis.
+    ``reorder="ode"``: every world sweeps its rows in ODE's order for
+    generator seed 0 (the libode replay's first seed)."""
     import jax
 
     import jaxode
 
-    model = build_jaxode(cases[0], defaults=True)
+    model = build_jaxode(cases[0], defaults=True, reorder=reorder)
     params, vel, angvel, dt = world_arrays(model, cases)
     s0 = jaxode.init(model)
     n = len(cases)
@@ -460,16 +465,20 @@ def run_jaxode(cases: list, n_steps: int) -> dict:
 PYR_BATCH = 32
 
 
-def pyramid_verdicts(cases: list, n_steps: int) -> list:
+def pyramid_verdicts(cases: list, n_steps: int, reorder: str = "joints",
+                     cone_only: bool = False) -> list:
     """:func:`check` of each case stepped in jaxode with ODE's pyramid friction
     instead of its cone (Gazebo's cone_model, which libode lacks): the jaxode
     counterpart of the libode replay. Batched by PYR_BATCH (padded with the
-    first case)."""
+    first case). ``reorder="ode"``: in ODE's own row order (seed 0), see
+    :func:`run_chunk`'s ``exploded_jaxode_only_ode_order``; ``cone_only``: only
+    cone cases change friction (box stays box)."""
     out = []
-    pc = [dict(c, friction="pyramid") for c in cases]
+    pc = [dict(c, friction="pyramid") if not cone_only or c["friction"] == "cone" else c
+          for c in cases]
     for k in range(0, len(pc), PYR_BATCH):
         part = pc[k:k + PYR_BATCH]
-        tr = run_jaxode(part + [part[0]] * (PYR_BATCH - len(part)), n_steps)
+        tr = run_jaxode(part + [part[0]] * (PYR_BATCH - len(part)), n_steps, reorder=reorder)
         for i, c in enumerate(part):
             v = check(c, {key: tr[key][i] for key in ("pos", "quat", "vel", "angvel", "max_depth")})
             v["finite"] &= not bool(tr["nonfinite"][i])
@@ -634,6 +643,17 @@ def run_chunk(ti: int, chunk: int, worlds: int, steps: int, seed: int, ode: bool
         row["failures"].append(fail)
         if verbose:
             print(f"    {t.name} {fail}", flush=True)
+    # jaxode-only explosions again in jaxode, sweeping ODE's own row order (seed 0,
+    # the order of the libode replay that stayed calm): an explosion that persists is
+    # jaxode's, one that goes away depends on the (unconverged) solver's row order
+    jo = [f for f in row["failures"] if f.get("jaxode_only", "").startswith("exploded")]
+    row["exploded_jaxode_only_ode_order"] = 0
+    if jo:
+        vo = pyramid_verdicts([cases[f["world"]] for f in jo], steps, reorder="ode",
+                              cone_only=True)
+        for f, v in zip(jo, vo):
+            f["ode_order_ratio"] = v["ratio"]
+            row["exploded_jaxode_only_ode_order"] += v["exploded"]
     row["ratio_p99"] = float(np.nanpercentile(np.asarray(ratios), 99))
     row["ratio_max"] = float(np.nanmax(np.asarray(ratios)))
     return row
@@ -730,8 +750,8 @@ def table(paths) -> str:
         units += _load(p)["units"]
     lines = []
     cols = ("rollouts", "world_steps", "exploded", "exploded_ode_also", "exploded_ode_other_seed",
-            "exploded_jaxode_only", "exploded_cone_only", "nonfinite", "deep", "deep_ode_also",
-            "deep_jaxode_only", "deep_cone_only", "overflow")
+            "exploded_jaxode_only", "exploded_jaxode_only_ode_order", "exploded_cone_only",
+            "nonfinite", "deep", "deep_ode_also", "deep_jaxode_only", "deep_cone_only", "overflow")
     head = ("| precision | template | " + " | ".join(cols) + " | max depth [m] | max KE ratio | s |")
     lines += [head, "|" + "---|" * (len(cols) + 5)]
     for prec in ("float32", "float64"):
@@ -767,7 +787,7 @@ def replay_one(args) -> int:
         runs += [(dict(case, friction="pyramid"), js) for js in jseeds]
     for case_j, js in runs:
         with jax.enable_x64(args.x64):
-            m = build_jaxode(case_j, reorder_seed=js)
+            m = build_jaxode(case_j, reorder_seed=js, reorder="ode" if args.ode_order else "joints")
             _, tr = jaxode.rollout(m, jaxode.init(m), args.steps, case["world"]["dt"])
             jx = {k: np.asarray(getattr(tr, k), np.float64)
                   for k in ("pos", "quat", "vel", "angvel", "max_depth")}
@@ -797,6 +817,9 @@ def main(argv=None) -> int:
     ap.add_argument("--replay", type=str, default=None, help="T:C:W: replay one world")
     ap.add_argument("--jaxode-seeds", type=str, default="0",
                     help="with --replay: jaxode reorder seeds to run (comma-separated)")
+    ap.add_argument("--ode-order", action="store_true",
+                    help="with --replay: jaxode sweeps ODE's own row order (reorder='ode'; "
+                         "--jaxode-seeds are then libode's rand seeds)")
     ap.add_argument("--ode-seeds", type=int, default=4, help="with --replay: ODE seeds 0..n-1")
     ap.add_argument("--table", nargs="*", default=None, help="print the summary of results files")
     ap.add_argument("--list", action="store_true", help="list the templates")
