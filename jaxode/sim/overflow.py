@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxode.sim.batch_rules import unless_none
 from jaxode.sim.collision import contact as ct
@@ -76,6 +77,24 @@ def spread_rank(pos: jax.Array, depth: jax.Array, valid: jax.Array) -> jax.Array
     return rank
 
 
+def _spread_ranks(parts: list) -> list:
+    """:func:`spread_rank` of every pair of every part, flattened per part (in
+    the parts' order). The pairs of all parts with the same number of slots
+    run as one vmap (one compiled loop per slot count, not per pair group;
+    each pair's ranks are its own, whatever it is batched with)."""
+    by_k: dict = {}
+    for i, (p, _, _) in enumerate(parts):
+        by_k.setdefault(p.shape[1], []).append(i)
+    ranks = [None] * len(parts)
+    for idx in by_k.values():
+        cat = [jnp.concatenate([parts[i][j] for i in idx]) for j in range(3)]
+        r = jax.vmap(spread_rank)(*cat)
+        sizes = np.cumsum([parts[i][1].shape[0] for i in idx])[:-1]
+        for i, ri in zip(idx, jnp.split(r, sizes)):
+            ranks[i] = ri.reshape(-1)
+    return ranks
+
+
 def keep_contacts(valid: jax.Array, capacity: int, parts: list) -> jax.Array:
     """Which of the concatenated contact slots to keep (mask like ``valid``).
 
@@ -84,7 +103,7 @@ def keep_contacts(valid: jax.Array, capacity: int, parts: list) -> jax.Array:
     ``capacity`` valid slots, keeps ``capacity`` of them by (spread rank in the
     pair, deepest first)."""
     def choose(valid, parts):
-        ranks = [jax.vmap(spread_rank)(p, d, v).reshape(-1) for p, d, v in parts]
+        ranks = _spread_ranks(parts)
         depth = jnp.concatenate([d.reshape(-1) for _, d, _ in parts])
         level = jnp.where(valid, jnp.concatenate(ranks), _BIG)
         return _first_by((level, -depth), valid, capacity)
