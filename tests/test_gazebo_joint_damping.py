@@ -36,9 +36,16 @@ The earliest version of this test (2013) bounded the same numbers to 1e-6..1e-5
 (0.567336, 0.567338)), recorded from the ODE fork Gazebo shipped then;
 libode 0.16 itself, driven as Gazebo drives it (``_libode``), ends at vel
 (0, -10.20886, -6.51208) and roll 0.567206, outside those bounds and inside
-the 1e-2 ones, so the recorded digits are the fork's and the test as Gazebo
-keeps it now (1e-2) is the one ported. jaxode additionally matches that
-libode run (last check).
+the 1e-2 ones (and with the implicit damper, below, at -10.20757, -6.51251,
+0.567293: outside them too), so the recorded digits are the fork's and the
+test as Gazebo keeps it now (1e-2) is the one ported. jaxode additionally
+matches that libode run.
+
+Gazebo's other damping path, the implicit spring-damper (a joint's
+``<physics><ode><implicit_spring_damper>``, ``<cfm_damping>`` in SDF 1.4;
+ODEJoint.cc ``ApplyImplicitStiffnessDamping``: the axis's limit row pinned at
+the spring reference with stop_erp h kp / (h kp + kd), stop_cfm 1 / (h kp +
+kd)), is checked on the same scene against libode set up that way.
 """
 from __future__ import annotations
 
@@ -46,6 +53,7 @@ import math
 import warnings
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -132,18 +140,33 @@ def ulp_eq(a: float, b: float, n: int = 4) -> bool:
     return abs(a - b) <= n * np.spacing(max(abs(a), abs(b)))
 
 
+# The same world with Gazebo's implicit spring-damper on the joint (not what the Gazebo
+# test runs: its world leaves it off; here for the loader's implicit path).
+IMPLICIT = DAMP_TEST.replace(
+    "</axis>", "</axis><physics><ode><implicit_spring_damper>true</implicit_spring_damper>"
+               "</ode></physics>")
+
+
 @pytest.fixture(scope="module")
 def run():
-    """The SDF world and its state after STEPS steps (float64: Gazebo's doubles)."""
+    """The SDF world (world 0) and its implicit-damper twin (world 1, which differs in
+    per-world parameters only), both after STEPS steps in one vmap (float64: Gazebo's
+    doubles)."""
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # every element of the scene is read
         b = jaxode.load_sdf(DAMP_TEST)
+        bi = jaxode.load_sdf(IMPLICIT)
     assert b.dt == DT
     with jax.enable_x64(True):
-        model = b.build()
-        state = jax.jit(lambda s: jaxode.rollout(model, s, STEPS, DT)[0])(jaxode.init(model))
-        out = {k: np.asarray(getattr(state, k))[0] for k in ("pos", "vel", "quat", "angvel")}
-    out["builder"] = b
+        model, mi = b.build(), bi.build()
+        ps = jax.tree.map(lambda x, y: jnp.stack([x, y]), model.params, mi.params)
+        s0 = jaxode.init(model)
+        state = jax.jit(jax.vmap(lambda prm: jaxode.rollout(model, s0, STEPS, DT,
+                                                            params=prm)[0]))(ps)
+        out = {k: np.asarray(getattr(state, k))[0, 0] for k in ("pos", "vel", "quat", "angvel")}
+        out["implicit"] = {k: np.asarray(getattr(state, k))[1, 0]
+                           for k in ("pos", "vel", "quat", "angvel")}
+    out["builder"], out["implicit_builder"] = b, bi
     return out
 
 
@@ -187,18 +210,22 @@ def test_urdf_dynamics_feeds_the_same_joint(run):
     np.testing.assert_allclose(ju["axis"], js["axis"], atol=1e-12)
 
 
-def _libode(steps: int = STEPS):
+def _libode(implicit: bool = False, steps: int = STEPS):
     """The scene in libode 0.16 driven as Gazebo's ODE plugin drives it: each step
     dJointAddHingeTorque(-c * dJointGetHingeAngleRate) (ApplyExplicitStiffnessDamping),
-    then dWorldQuickStep."""
+    then dWorldQuickStep; or, ``implicit`` (ApplyImplicitStiffnessDamping with no
+    stiffness and no limits), the hinge's stops pinned at 0 with dParamStopERP 0 and
+    dParamStopCFM 1/c, and no joint torque."""
     w = odelib.OdeWorld(gravity=(0.0, 0.0, -9.81), erp=1.0, cfm=0.0, iterations=100, sor=1.0,
                         contact_max_correcting_vel=0.0, contact_surface_layer=0.0)
     q0 = (math.cos(ROLL0 / 2), math.sin(ROLL0 / 2), 0.0, 0.0)
     com = np.array([X0, 0.0, 10.1]) + quat_mat(q0) @ np.array([0.0, 0.0, -10.0])
     w.add_body(com, quat=q0, mass=1.0, inertia=np.diag([1.0, 0.5, 0.5]))
-    w.add_joint("hinge", 0, None, anchor=(X0, 0.0, 10.1), axis=(1.0, 0.0, 0.0))
+    stops = dict(lo_stop=0.0, hi_stop=0.0, stop_erp=0.0, stop_cfm=1.0 / C) if implicit else {}
+    w.add_joint("hinge", 0, None, anchor=(X0, 0.0, 10.1), axis=(1.0, 0.0, 0.0), **stops)
     for _ in range(steps):
-        w.joint_call("dJointAddHingeTorque", 0, -C * w.hinge_angle_rate(0))
+        if not implicit:
+            w.joint_call("dJointAddHingeTorque", 0, -C * w.hinge_angle_rate(0))
         w.step(DT)
     st = w.state()
     w.close()
@@ -215,3 +242,61 @@ def test_matches_libode_driven_as_gazebo(run):
     np.testing.assert_allclose(run["vel"], st["vel"][0], atol=1e-4)
     np.testing.assert_allclose(run["pos"], st["pos"][0], atol=1e-5)
     np.testing.assert_allclose(run["angvel"], st["angvel"][0], atol=1e-4)
+
+
+@pytest.mark.skipif(odelib is None, reason="libode not available")
+def test_implicit_spring_damper_matches_libode(run):
+    """``<physics><ode><implicit_spring_damper>``: the pinned limit row with stop_cfm 1/c,
+    as Gazebo's ODEJoint sets it, against libode set the same way."""
+    ax = run["implicit_builder"].joints[0]["axes"][0]
+    assert (ax["lo_stop"], ax["hi_stop"], ax["stop_erp"], ax["stop_cfm"], ax["damping"]) == \
+        (0.0, 0.0, 0.0, 1.0 / C, 0.0)
+    st = _libode(implicit=True)
+    imp = run["implicit"]
+    np.testing.assert_allclose(imp["vel"], st["vel"][0], atol=1e-4)
+    np.testing.assert_allclose(imp["pos"], st["pos"][0], atol=1e-5)
+    np.testing.assert_allclose(imp["angvel"], st["angvel"][0], atol=1e-4)
+    # implicit and explicit damping differ by more than that (libode: 1.3e-3 m/s in vel.y)
+    assert abs(imp["vel"][1] - run["vel"][1]) > 5e-4
+
+
+def test_implicit_spring_damper_loader():
+    """Stiffness and reference (Gazebo's KpKdToCFMERP with the world's step), and the
+    fall-back to explicit damping, warned, on an axis with limits."""
+    sdf = IMPLICIT.replace("<friction>0</friction>",
+                           "<spring_stiffness>400</spring_stiffness>"
+                           "<spring_reference>0.25</spring_reference>")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ax = jaxode.load_sdf(sdf).joints[0]["axes"][0]
+    h, kp = DT, 400.0
+    assert ax["lo_stop"] == ax["hi_stop"] == 0.25 and ax["damping"] == 0.0
+    assert ax["stop_erp"] == h * kp / (h * kp + C) and ax["stop_cfm"] == 1.0 / (h * kp + C)
+    limited = IMPLICIT.replace("<dynamics>", "<limit><lower>-1</lower><upper>1</upper></limit>"
+                                             "<dynamics>")
+    with pytest.warns(jaxode.JaxodeFormatWarning, match="implicit_spring_damper on an axis "
+                                                         "that has limits"):
+        ax = jaxode.load_sdf(limited).joints[0]["axes"][0]
+    assert (ax["lo_stop"], ax["hi_stop"], ax["damping"]) == (-1.0, 1.0, C)
+    # without the implicit flag a spring is not simulated: warned
+    with pytest.warns(jaxode.JaxodeFormatWarning, match="joint springs are supported with"):
+        jaxode.load_sdf(DAMP_TEST.replace("<friction>0</friction>",
+                                          "<spring_stiffness>400</spring_stiffness>"))
+
+
+@pytest.mark.extended
+@pytest.mark.skipif(odelib is None, reason="libode not available")
+def test_ode_reorder_matches_libode_closely():
+    """With ``reorder="ode"`` (ODE 0.16's shuffle of every row, from ODE's generator
+    at seed 0 as libode's) jaxode sweeps the hinge rows in libode's very order: the
+    1500 steps agree to rounding (extended tier: one more compile)."""
+    b = jaxode.load_sdf(DAMP_TEST)
+    b.reorder = "ode"  # the WorldBuilder option (load_sdf builds with the default)
+    with jax.enable_x64(True):
+        model = b.build()
+        state = jax.jit(lambda s: jaxode.rollout(model, s, STEPS, DT)[0])(jaxode.init(model))
+        pos, vel, angvel = (np.asarray(x)[0] for x in (state.pos, state.vel, state.angvel))
+    st = _libode()
+    np.testing.assert_allclose(vel, st["vel"][0], atol=1e-9)
+    np.testing.assert_allclose(angvel, st["angvel"][0], atol=1e-9)
+    np.testing.assert_allclose(pos, st["pos"][0], atol=1e-9)
