@@ -140,8 +140,10 @@ def cone_project(l0, l1, mu1, mu2, lam_n, cone_row):
 
 
 # ------------------------------------------------------------- reading fc
-# A unit's index is a scalar (one unit: dynamic slicing) or a vector (several
-# units that share no moving body: gather / scatter-add).
+# A unit's index is a scalar (one unit: dynamic slicing), a vector (several
+# units that share no moving body: gather / scatter-add) or, with ``per_world``,
+# one index per world (each world at its own row: gather / scatter-add over
+# (body, world) pairs).
 
 def read(fc: jax.Array, b: jax.Array, per_world: bool = False) -> jax.Array:
     """fc rows of bodies ``b``: (6, W) for a scalar index, (U, 6, W) for a vector;
