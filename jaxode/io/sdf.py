@@ -56,7 +56,11 @@
   ``<dynamics><friction>`` -> motor with vel 0 and fmax = friction (as
   Gazebo's ODE plugin); ``<dynamics><damping>`` -> ``damping``
   (revolute and prismatic; Gazebo's explicit -|damping| * rate, other joint
-  types are warned). ``<physics><ode>``: cfm, fudge_factor, bounce,
+  types are warned); with the joint's ``<physics><ode><implicit_spring_damper>``
+  (or SDF 1.4's ``<cfm_damping>``) true, Gazebo's implicit spring-damper
+  instead: the axis's limit row pinned at ``<spring_reference>`` with stop
+  erp/cfm from ``<spring_stiffness>`` and ``<damping>`` (``_Loader.implicit_spring``;
+  an axis with limits keeps the explicit damping, warned). ``<physics><ode>``: cfm, fudge_factor, bounce,
   ``<limit>`` cfm/erp (stop_cfm/stop_erp), ``<suspension>`` cfm/erp.
 * Poses: ``x y z roll pitch yaw`` with ``R = Rz(yaw) Ry(pitch) Rx(roll)``,
   composed through nested models; SDF 1.7 ``relative_to`` may name a link,
@@ -668,6 +672,12 @@ class _Loader:
             cbody, pbody = pbody, None
         anchor = T_j[:3, 3]
         axes, params = [], {}
+        ph = node.path("physics", "ode")
+        # Gazebo's implicit spring-damper (ODEJoint.cc ApplyImplicitStiffnessDamping;
+        # <cfm_damping>, SDF 1.4's name, works the same)
+        implicit = ph is not None and (rep.child_bool(ph, "implicit_spring_damper", False)
+                                       or rep.child_bool(ph, "cfm_damping", False))
+        springs = {}  # params suffix -> (kd, kp, reference, limited, dynamics node)
         for k, tag in enumerate(("axis", "axis2")):
             ax = node.find(tag)
             suf = "" if k == 0 else "2"
@@ -684,12 +694,14 @@ class _Loader:
                 R = T_model[:3, :3]
             axes.append(R @ v)
             lim = ax.find("limit")
+            limited = False
             if lim is not None:
                 lo, hi = rep.child_float(lim, "lower", -BIG), rep.child_float(lim, "upper", BIG)
                 if abs(lo) < BIG:
                     params["lo_stop" + suf] = lo
                 if abs(hi) < BIG:
                     params["hi_stop" + suf] = hi
+                limited = abs(lo) < BIG or abs(hi) < BIG
                 self.info["joint_limits"][name + suf] = (rep.child_float(lim, "effort", -1.0),
                                                          rep.child_float(lim, "velocity", -1.0))
                 self.skip(lim, ("lower", "upper", "effort", "velocity", "stiffness", "dissipation"))
@@ -699,18 +711,24 @@ class _Loader:
                 if fr > 0:
                     params["vel" + suf], params["fmax" + suf] = 0.0, fr
                 damp = rep.child_float(dyn, "damping", 0.0)
-                if damp != 0 and jtype in ("revolute", "prismatic") and not suf:
+                kp = rep.child_float(dyn, "spring_stiffness", 0.0)
+                ref = rep.child_float(dyn, "spring_reference", 0.0)
+                one_axis = jtype in ("revolute", "prismatic") and not suf
+                if implicit and one_axis and (damp != 0 or kp != 0):
+                    springs[suf] = (damp, kp, ref, limited, dyn)
+                elif damp != 0 and one_axis:
                     params["damping"] = abs(damp)  # Gazebo applies -|damping| * rate
                 elif damp != 0:
                     rep.warn(dyn.find("damping"), f"joint damping of a {jtype} joint's {tag} is "
                                                   "not supported (revolute and prismatic only), "
                                                   "ignored", key="joint damping")
-                if rep.child_float(dyn, "spring_stiffness", 0.0) != 0:
-                    rep.warn(dyn.find("spring_stiffness"), "joint springs are not supported, ignored")
+                if kp != 0 and suf not in springs:
+                    rep.warn(dyn.find("spring_stiffness"), "joint springs are supported with "
+                                                           "<physics><ode><implicit_spring_damper> "
+                                                           "only (revolute and prismatic), ignored")
                 self.skip(dyn, ("friction", "damping", "spring_stiffness", "spring_reference"))
             self.skip(ax, ("xyz", "limit", "dynamics", "use_parent_model_frame"))
         scal = {}
-        ph = node.path("physics", "ode")
         if ph is not None:
             for tag, key in (("cfm", "cfm"), ("fudge_factor", "fudge_factor"), ("bounce", "bounce"),
                              ("max_force", "fmax"), ("velocity", "vel")):
@@ -729,6 +747,8 @@ class _Loader:
             self.skip(ph, ("cfm", "erp", "fudge_factor", "bounce", "max_force", "velocity",
                            "limit", "suspension", "provide_feedback", "cfm_damping",
                            "implicit_spring_damper"))
+        for suf, (damp, kp, ref, limited, dyn) in springs.items():
+            self.implicit_spring(dyn, params, suf, damp, kp, ref, limited)
         if node.find("physics") is not None:
             self.skip(node.find("physics"), ("ode", "provide_feedback"))
         a1 = axes[0] if axes[0] is not None else np.array([1.0, 0.0, 0.0])
@@ -754,6 +774,41 @@ class _Loader:
             raise rep.error(node, str(e)) from None
         self.info["joints"][name] = ji
         self.skip(node, ("parent", "child", "pose", "axis", "axis2", "physics"))
+
+
+    def implicit_spring(self, dyn: Node, params: dict, suf: str, damp: float, kp: float,
+                        ref: float, limited: bool) -> None:
+        """Gazebo's implicit spring-damper on one axis (``<physics><ode>
+        <implicit_spring_damper>`` or ``<cfm_damping>``; gazebo-classic ODEJoint.cc
+        ``ApplyImplicitStiffnessDamping``): instead of the explicit joint force, the
+        axis's limit row pinned at the spring reference (lo_stop = hi_stop =
+        ``spring_reference``: ODE's bilateral limit row) with stop_erp = h kp /
+        (h kp + kd) and stop_cfm = 1 / (h kp + kd) (``KpKdToCFMERP``; h the world's
+        step, kd = |damping| [N m s/rad or N s/m], kp = ``spring_stiffness``
+        [N m/rad or N/m]): the damper and spring solved implicitly with the other
+        rows. Gazebo leaves this mode for the axis's real limits when the angle
+        comes within 2 h rate of them, and a negative damping there is adaptive
+        (both depend on the state at run time); jaxode keeps the pinned row for
+        the whole run, so an axis with limits or with negative damping falls back
+        to the explicit damping (warned). A pinned limit row also switches off the
+        axis's motor (ODE, as in Gazebo: its ``<friction>`` then does nothing)."""
+        rep = self.rep
+        if limited or damp < 0:
+            why = "has limits" if limited else "has a negative (adaptive) damping"
+            rep.warn(dyn, f"implicit_spring_damper on an axis that {why} switches modes at run "
+                          "time in Gazebo; jaxode applies the damping explicitly "
+                          "(-|damping| * rate) and no spring", key="implicit_spring_damper")
+            if damp != 0:
+                params["damping" + suf] = abs(damp)
+            return
+        h = float(self.b.dt)
+        denom = h * kp + abs(damp)
+        if denom <= 0:
+            raise rep.error(dyn, f"implicit spring-damper needs h * spring_stiffness + |damping| "
+                                 f"> 0 (got stiffness {kp}, damping {damp}, step {h} s)")
+        params["lo_stop" + suf] = params["hi_stop" + suf] = ref
+        params["stop_erp" + suf] = h * kp / denom
+        params["stop_cfm" + suf] = 1.0 / denom
 
 
 def _need(rep: Reporter, node: Node, tag: str):

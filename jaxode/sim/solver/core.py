@@ -26,8 +26,10 @@ runs each update as a few vector operations over all worlds. The body axis of
 static world: zero inverse mass, never moves). A *unit* is what one update
 touches: a row (head: joint rows and contact normals) or a contact's friction
 block (tail: ``K`` rows, 2 or 5 with rolling/spinning). Units are updated one
-at a time (``index`` a scalar, PGS) or several at once (``index`` a vector of
-units that share no moving body, a colour phase); the arithmetic is the same.
+at a time (``index`` a scalar, PGS), several at once (``index`` a vector of
+units that share no moving body, a colour phase) or one per world (``per_world``:
+``index`` (W,), each world at its own row, ``reorder="ode"``); the arithmetic is
+the same.
 
 Sums over the 6 Jacobian entries (:func:`dot6`) run over a non-minor axis
 (the world axis, at least 2 wide, is minor), so every world's adds happen in
@@ -138,17 +140,23 @@ def cone_project(l0, l1, mu1, mu2, lam_n, cone_row):
 
 
 # ------------------------------------------------------------- reading fc
-# A unit's index is a scalar (one unit: dynamic slicing) or a vector (several
-# units that share no moving body: gather / scatter-add).
+# A unit's index is a scalar (one unit: dynamic slicing), a vector (several
+# units that share no moving body: gather / scatter-add) or, with ``per_world``,
+# one index per world (each world at its own row: gather / scatter-add over
+# (body, world) pairs).
 
-def read(fc: jax.Array, b: jax.Array) -> jax.Array:
-    """fc rows of bodies ``b``: (6, W) for a scalar index, (U, 6, W) for a vector."""
+def read(fc: jax.Array, b: jax.Array, per_world: bool = False) -> jax.Array:
+    """fc rows of bodies ``b``: (6, W) for a scalar index, (U, 6, W) for a vector;
+    with ``per_world`` (static) ``b`` (W,) is one body per world (``reorder="ode"``:
+    each world sweeps its own row order): (6, W), ``fc[b[w], :, w]``."""
+    if per_world:
+        return fc[b, :, jnp.arange(fc.shape[-1])].T
     if b.ndim == 0:
         return jax.lax.dynamic_index_in_dim(fc, b, 0, keepdims=False)
     return jnp.take(fc, b, axis=0)
 
 
-def write(fc: jax.Array, b1, b2, v1, c1, c2) -> jax.Array:
+def write(fc: jax.Array, b1, b2, v1, c1, c2, per_world: bool = False) -> jax.Array:
     """fc with ``c1`` added to body ``b1`` (whose current value ``v1`` was read)
     and ``c2`` to body ``b2``.
 
@@ -159,27 +167,33 @@ def write(fc: jax.Array, b1, b2, v1, c1, c2) -> jax.Array:
     it is lowered in place.) Same values either way: a row's two bodies differ,
     or are both the static world, whose ``c`` is zero. Several units: two
     scatter-adds (their moving bodies are distinct; the static world only ever
-    receives zeros).
+    receives zeros). ``per_world`` (static): ``b1``, ``b2`` (W,) one body per world
+    and ``c1``, ``c2`` (6, W): two scatter-adds over (body, world) pairs.
     """
+    if per_world:
+        aw = jnp.arange(fc.shape[-1])
+        return fc.at[b1, :, aw].add(c1.T).at[b2, :, aw].add(c2.T)
     if b1.ndim == 0:
         fc = jax.lax.dynamic_update_index_in_dim(fc, v1 + c1, b1, 0)
         return fc.at[b2].add(c2)
     return fc.at[b1].add(c1).at[b2].add(c2)
 
 
-def row_update(fc, b1, b2, j1, j2, i1, i2, rhs, cfm, lam, lo, hi, live=None):
+def row_update(fc, b1, b2, j1, j2, i1, i2, rhs, cfm, lam, lo, hi, live=None,
+               per_world: bool = False):
     """One QuickStep row update of a unit of rows (module docstring).
 
     Returns (fc, lambda_new). ``live`` (optional, bool like ``lam``): rows where it
-    is False keep their lambda and change nothing.
+    is False keep their lambda and change nothing. ``per_world`` (static): one row
+    per world, each world's own (``b1``, ``b2`` (W,); :func:`read`, :func:`write`).
     """
-    v1, v2 = read(fc, b1), read(fc, b2)
+    v1, v2 = read(fc, b1, per_world), read(fc, b2, per_world)
     delta = rhs - lam * cfm - dot6(j1, v1) - dot6(j2, v2)
     new = jnp.clip(lam + delta, lo, hi)
     if live is not None:
         new = jnp.where(live, new, lam)
     d = (new - lam)[..., None, :]
-    return write(fc, b1, b2, v1, d * i1, d * i2), new
+    return write(fc, b1, b2, v1, d * i1, d * i2, per_world), new
 
 
 def _apply(fc, b1, b2, i1, i2, d):

@@ -304,12 +304,16 @@ def ode_sweeps(p, iterations: int, block: int, unroll: int = UNROLL, static: boo
     row is swept (ODE 0.16 ``quickstep.cpp``: ``hi_act = dFabs(hi *
     lambda[findex])``), before or after the normal row in this phase's order.
 
-    Worlds differ in order, so each row update reads and writes ``fc`` at
-    per-world body indices (a gather and a scatter over the world axis) and the
-    row data are gathered per world once per phase. Each sweep stops after the
-    largest number of active rows of any world (the rows past a world's ``m``
-    are no-ops; with ``static`` every position is swept, for reverse-mode
-    differentiation). Returns (lambda_head (Rh, W), lambda_tail (Rt, W), fc).
+    Worlds differ in order, so each row update is core's
+    (:func:`jaxode.sim.solver.core.row_update` with ``per_world``: ``fc`` read
+    and written at per-world body indices, a gather and a scatter over the world
+    axis) and the row data are gathered per world once per phase. The phases are
+    one loop (the phase's order is loop data; a phase shorter than ODE's
+    reordering frequency, the last, skips its missing sweeps), so the program
+    does not grow with the iterations. Each sweep stops after the largest number
+    of active rows of any world (the rows past a world's ``m`` are no-ops; with
+    ``static`` every position is swept, for reverse-mode differentiation).
+    Returns (lambda_head (Rh, W), lambda_tail (Rt, W), fc).
     """
     h, t, order = p.head, p.tail, p.order
     nh, nt = h.b1.shape[0], t.b1.shape[0]
@@ -331,26 +335,18 @@ def ode_sweeps(p, iterations: int, block: int, unroll: int = UNROLL, static: boo
         oi = o.reshape((o.shape[0],) + (1,) * (a.ndim - 2) + (w,))
         return jnp.take_along_axis(a, jnp.broadcast_to(oi, (o.shape[0],) + a.shape[1:]), axis=0)
 
-    def take_w(a, k):      # a (M, W) ints/floats, k (W,): a[k[w], w]
-        return a[k, aw]
-
     def row(carry, x):
         fc, lam = carry
         k, b1, b2, j1, j2, i1, i2, rhs, cfm, lo, hi, hf, fp = x
         lam_k = jax.lax.dynamic_index_in_dim(lam, k, 0, keepdims=False)
-        lo_k, hi_k = core.friction_bounds(2, lo, hi, take_w(lam, fp), hf, None, False)
-        v1, v2 = fc[b1, :, aw].T, fc[b2, :, aw].T                 # (6, W)
-        delta = rhs - lam_k * cfm - core.dot6(j1, v1) - core.dot6(j2, v2)
-        new = jnp.clip(lam_k + delta, lo_k, hi_k)
-        d = (new - lam_k)[None, :]
-        fc = fc.at[b1, :, aw].add((d * i1).T).at[b2, :, aw].add((d * i2).T)
+        lo_k, hi_k = core.friction_bounds(2, lo, hi, lam[fp, aw], hf, None, False)
+        fc, new = core.row_update(fc, b1, b2, j1, j2, i1, i2, rhs, cfm, lam_k, lo_k, hi_k,
+                                  per_world=True)
         return (fc, jax.lax.dynamic_update_index_in_dim(lam, new, k, 0)), None
 
-    lengths, _ = reorder_lib.table(iterations, 0)
-    lam_u = jnp.zeros((n, w), dtype)
-    fc = p.fc0
-    for ph, length in enumerate(lengths):
-        o = order[ph]                                              # (M, W)
+    def phase(carry, x):
+        fc, lam_u = carry
+        o, length = x                                              # (M, W), ()
         inv = jnp.zeros_like(o).at[o, aw].set(
             jnp.broadcast_to(jnp.arange(n, dtype=o.dtype)[:, None], o.shape))
         xs = [gather(a, o) for a in u]
@@ -361,9 +357,9 @@ def ode_sweeps(p, iterations: int, block: int, unroll: int = UNROLL, static: boo
         xs = [jnp.arange(npad, dtype=jnp.int32)] + xs
         lam = _pad_rows(jnp.take_along_axis(lam_u, o, axis=0), unroll)
 
-        def sweep(carry, _, xs=xs):
+        def one_sweep(c):
             if count is None:
-                return jax.lax.scan(row, carry, xs, unroll=unroll)[0], None
+                return jax.lax.scan(row, c, xs, unroll=unroll)[0]
 
             def trip(i, c):
                 for k in range(unroll):
@@ -371,8 +367,19 @@ def ode_sweeps(p, iterations: int, block: int, unroll: int = UNROLL, static: boo
                                                                 keepdims=False) for a in xs])
                 return c
 
-            return jax.lax.fori_loop(0, (count + unroll - 1) // unroll, trip, carry), None
+            return jax.lax.fori_loop(0, (count + unroll - 1) // unroll, trip, c)
 
-        (fc, lam), _ = jax.lax.scan(sweep, (fc, lam), None, length=length)
-        lam_u = jnp.take_along_axis(lam[:n], inv, axis=0)
+        def sweep(c, s):
+            if full:
+                return one_sweep(c), None
+            return jax.lax.cond(s < length, one_sweep, lambda c: c, c), None
+
+        (fc, lam), _ = jax.lax.scan(sweep, (fc, lam), jnp.arange(longest))
+        return (fc, jnp.take_along_axis(lam[:n], inv, axis=0)), None
+
+    lengths, _ = reorder_lib.table(iterations, 0)
+    longest = max(lengths)
+    full = all(x == longest for x in lengths)
+    (fc, lam_u), _ = jax.lax.scan(phase, (p.fc0, jnp.zeros((n, w), dtype)),
+                                  (order, jnp.asarray(lengths, jnp.int32)))
     return lam_u[:nh], lam_u[nh:], fc

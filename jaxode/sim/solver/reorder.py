@@ -221,12 +221,18 @@ def ode_orders(exists, has_findex, ode_index, rng, iterations: int):
     the previous order shuffled over the ``m`` existing rows with ODE's
     generator from state ``rng`` (uint32). Returns (orders int32 (phases, M),
     the generator's state after the step)."""
+    import jax
     import jax.numpy as jnp
     lengths, _ = table(iterations, 0)
     order, m = ode_initial_order(exists, has_findex, ode_index)
-    out = [order]
     rng = jnp.asarray(rng, jnp.uint32)
-    for _ in lengths[1:]:
-        order, rng = jnp_shuffle(order, m, rng)
-        out.append(order)
-    return jnp.stack(out), rng
+    if len(lengths) < 2:
+        return order[None], rng
+
+    def shuffle(carry, _):
+        o, r = jnp_shuffle(carry[0], m, carry[1])
+        return (o, r), o
+
+    # one loop over the phases (each shuffles the previous order), not one copy each
+    (_, rng), later = jax.lax.scan(shuffle, (order, rng), None, length=len(lengths) - 1)
+    return jnp.concatenate([order[None], later], axis=0), rng
