@@ -50,8 +50,10 @@ with cfm 1e-10 it rests (tests/test_direct.py). jaxode instead makes the
 free rows' solve valid for a semi-definite system: the Cholesky factor is of
 ``A_FF + diag(REG_EPS n eps A_ii)`` (a shift at the size of the
 factorisation's own rounding, so the factor exists for any semi-definite
-A_FF), followed by :data:`REFINE` steps of iterative refinement against the
-exact ``A_FF`` (iterated Tikhonov). For a consistent system that converges to
+A_FF), followed by up to :data:`REFINE` steps of iterative refinement
+against the exact ``A_FF`` (iterated Tikhonov; stopped once the residual is
+below ``TOL_EPS eps`` of the right-hand side, one step for a well-conditioned
+system). For a consistent system that converges to
 an exact solution of ``A_FF x_F = r_F`` (the error along an eigenvalue l
 shrinks by ``reg / (l + reg)`` per step; the null-space part, how a force
 splits among redundant rows, stays at rounding level, which is also why
