@@ -41,7 +41,9 @@ def init(model: Model) -> State:
                  joint_feedback=jnp.zeros((model.njoint, 4, 3), dtype),
                  body_enabled=enabled, auto_disable=adis,
                  rng=(jnp.asarray(model.reorder_seed, jnp.uint32)
-                      if getattr(model, "reorder", "joints") == "ode" else None))
+                      if getattr(model, "reorder", "joints") == "ode" else None),
+                 lcp_unsolved=(jnp.zeros((), jnp.int32)
+                               if getattr(model, "solver", "pgs") == "direct" else None))
 
 
 def _check_dt(dt) -> None:

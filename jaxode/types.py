@@ -251,7 +251,12 @@ class State:
       None for other models;
     body_enabled (nbody,) bool: dBodyIsEnabled (a disabled body is frozen:
       not stepped, zero velocity kept, accumulators kept); auto_disable: the
-      :class:`AutoDisableState`. Both None unless ``Model.auto_disable``.
+      :class:`AutoDisableState`. Both None unless ``Model.auto_disable``;
+    lcp_unsolved () int32: ``solver="direct"`` only (else None), a running
+      total of steps whose dWorldStep LCP did not meet its complementarity
+      tolerance within the pass cap (or hit a non-finite solve); such a step
+      used the best bound-feasible iterate (:mod:`jaxode.sim.solver.direct`),
+      0 means every step was solved.
     """
 
     pos: jax.Array
@@ -270,6 +275,7 @@ class State:
     body_enabled: jax.Array = None
     auto_disable: AutoDisableState = None
     rng: jax.Array = None
+    lcp_unsolved: jax.Array = None
 
 
 @pytree_dataclass

@@ -42,6 +42,8 @@ def physics_step(model: Model, state: State, params: Params, dt: jax.Array) -> S
 def _finish(model, state, new, rows, found, sol, enabled=None) -> State:
     if sol.rng is not None:  # reorder="ode": ODE's generator after the step's shuffles
         new = new.replace(rng=sol.rng)
+    if sol.unsolved is not None and state.lcp_unsolved is not None:  # solver="direct"
+        new = new.replace(lcp_unsolved=(state.lcp_unsolved + sol.unsolved).astype(jnp.int32))
     return new.replace(
         **rowset.record(model, state, rows, found, sol.lam_head, sol.lam_tail, enabled),
         ncontact=found.nfound.astype(jnp.int32),

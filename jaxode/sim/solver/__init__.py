@@ -34,12 +34,16 @@ SOLVERS = (*SWEEPS, "direct")
 class Solution(NamedTuple):
     """What the solve gives: lam_head (Rh,) and lam_tail (Rt,) [N] (the rows'
     lambdas, in the rows' order), fc (B, 6) = M^-1 J^T lambda per body
-    [m/s^2, rad/s^2] (B = nbody + 1, the last the static world)."""
+    [m/s^2, rad/s^2] (B = nbody + 1, the last the static world); rng: ODE's
+    generator after the step (``reorder="ode"``, else None); unsolved: int32 1
+    when ``direct``'s LCP stopped short of its tolerance (else 0; None for the
+    sweeps, which have no convergence test)."""
 
     lam_head: jax.Array
     lam_tail: jax.Array
     fc: jax.Array
     rng: jax.Array = None
+    unsolved: jax.Array = None
 
 
 def solve(name: str, head, tail, inv_mass: jax.Array, inv_inertia: jax.Array,
@@ -147,10 +151,11 @@ def solve_direct(model, rows, bodies) -> Solution:
     nh, nt = rows.head.body1.shape[0], rows.tail.body1.shape[0]
     if nh + nt == 0:
         z = jnp.zeros((0,), dtype)
-        return Solution(z, z, jnp.zeros((bodies.inv_mass.shape[0], 6), dtype))
-    lam_h, lam_t, fc, _ = direct.solve(rows.head, rows.tail, bodies.inv_mass, bodies.inv_inertia,
-                                       bodies.rhs, bodies.h)
-    return Solution(lam_h, lam_t, fc)
+        return Solution(z, z, jnp.zeros((bodies.inv_mass.shape[0], 6), dtype),
+                        unsolved=jnp.zeros((), jnp.int32))
+    d = direct.solve(rows.head, rows.tail, bodies.inv_mass, bodies.inv_inertia, bodies.rhs,
+                     bodies.h)
+    return Solution(d.lam_head, d.lam_tail, d.fc, unsolved=(~d.solved).astype(jnp.int32))
 
 
 def sequential_updates(name: str, rows, nbody: int) -> jax.Array:
