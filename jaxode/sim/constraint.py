@@ -252,9 +252,11 @@ def contact_rows(model: Model, params: Params, contacts: Contacts, body_pos: jax
 
     # Friction directions: fdir1 of geom 1 (else geom 2) in the world, projected on
     # the contact plane; else dPlaneSpace(n).
-    f1 = jnp.einsum("cij,cj->ci", grot[g1], p.fdir1[g1])
-    f2 = jnp.einsum("cij,cj->ci", grot[g2], p.fdir1[g2])
-    has1 = jnp.sum(p.fdir1[g1] ** 2, -1) > 0
+    # (turned per geom, then read per contact: a contact's (3, 3) rotation
+    # gathered per world cost more than the whole friction frame)
+    fdir_world = jnp.einsum("gij,gj->gi", grot, p.fdir1)
+    f1, f2 = fdir_world[g1], fdir_world[g2]
+    has1 = (jnp.sum(p.fdir1 ** 2, -1) > 0)[g1]
     fd = jnp.where(has1[:, None], f1, f2)
     fd = fd - jnp.sum(fd * n, -1, keepdims=True) * n
     fd2 = jnp.sum(fd * fd, -1, keepdims=True)

@@ -31,7 +31,7 @@ def bodies(model: Model, params: Params, state: State, dt) -> Bodies:
     rot = jax.vmap(jm.quat_to_mat)(state.quat)
     inertia = params.body_inertia.astype(dtype)
     inertia_w = integrate.world_inertia(rot, inertia)
-    inv_inertia_w = integrate.world_inertia(rot, jnp.linalg.inv(inertia))
+    inv_inertia_w = integrate.world_inertia(rot, integrate.inverse3(inertia))
     mass = params.body_mass.astype(dtype)
     force = state.force + (mass * model.body_gravity)[:, None] * params.gravity[None, :]
     torque = state.torque + jax.vmap(integrate.gyroscopic_torque, in_axes=(0, 0, None))(

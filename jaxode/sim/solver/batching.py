@@ -143,6 +143,11 @@ def solver(sweeps, iterations: int, block: int, cone: bool, **options):
             wm = tuple(_to_world_minor(d, b, axis_size) for d, b in zip(data, in_batched[NIDX:]))
             if axis_size < MIN_WORLDS:
                 wm = tuple(jnp.concatenate([d] * MIN_WORLDS, axis=-1) for d in wm)
+            # The world-minor copies are made once, here: without the barrier XLA
+            # fuses each transpose into every consumer of the rows (the Jacobian
+            # is read by five of preparation's kernels), each then reading the
+            # batch-major input at a stride of a world's row table.
+            wm = jax.lax.optimization_barrier(wm)
             out = sweeps(_problem(idx, wm), iterations, block, cone, live=True, **options)
             return tuple(jnp.moveaxis(o[..., :axis_size], -1, 0) for o in out)
 

@@ -53,6 +53,8 @@ axis. Sequential updates per sweep: rows + contacts.
 """
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 
@@ -188,9 +190,11 @@ def sweeps(p, iterations: int, block: int, cone: bool, live: bool = False,
         return x.reshape((nc, block) + x.shape[1:])
 
     def row_live(j1, j2, rhs):
-        axes = tuple(range(j1.ndim - 2, j1.ndim))
-        return (jnp.any(j1 != 0, axis=axes) | jnp.any(j2 != 0, axis=axes)
-                | jnp.any(rhs != 0, axis=-1))
+        # per row and world, then over the worlds by a product with ones: XLA's
+        # CPU reductions over the minor (world) axis are reduce-window trees that
+        # cost several times this (exact: a count below 2^24)
+        nz = jnp.any(j1 != 0, axis=-2) | jnp.any(j2 != 0, axis=-2) | (rhs != 0)
+        return (nz.astype(rhs.dtype) @ jnp.ones((rhs.shape[-1],), rhs.dtype)) > 0
 
     n_head = _live_count(row_live(h.j1, h.j2, h.rhs)) if live and nh else None
     n_cont = (_live_count(jnp.any(row_live(cu.j1, cu.j2, cu.rhs), axis=1))
@@ -213,8 +217,16 @@ def sweeps(p, iterations: int, block: int, cone: bool, live: bool = False,
             new.append(lk)
         return fc, jnp.stack(new)
 
-    def tail_contact(fc, x):
-        u, lam, lam_n = x
+    def tail_contact(lam_hh, fc, x):
+        # lam_n: the lambdas of the block's friction indices, read per unit
+        # (a gather of the whole (Rt, W) table per sweep cost more than the
+        # tail's updates on CPU)
+        u, lam, fi = x
+        if lam_hh.shape[0]:
+            lam_n = jnp.stack([jax.lax.dynamic_index_in_dim(lam_hh, fi[k], 0, keepdims=False)
+                               for k in range(fi.shape[0])])
+        else:
+            lam_n = jnp.zeros_like(lam)
         return core.block_update(fc, u, lam, lam_n, cone)
 
     tail_units = Block(*(blocks(a) for a in t), blocks(pyramid[:, None]),
@@ -249,9 +261,8 @@ def sweeps(p, iterations: int, block: int, cone: bool, live: bool = False,
                 lam_hh = lam_h if inv is None else jnp.take(lam_h, inv, axis=0)
                 if cu is not None:  # the normals' lambdas sit in the contact units
                     lam_hh = jnp.concatenate([lam_hh[:nh0], lam_c[:nc0, 0]], axis=0)
-                lam_n = lam_hh[fidx] if lam_hh.shape[0] else jnp.zeros((nt, w), dtype)
-                fc, lam_b = _scan_units(tail_contact, fc,
-                                        (tail_units, blocks(lam_t), blocks(lam_n)),
+                fc, lam_b = _scan_units(functools.partial(tail_contact, lam_hh), fc,
+                                        (tail_units, blocks(lam_t), blocks(fidx)),
                                         blocks(lam_t), max(1, unroll // block), n_tail)
                 lam_t = lam_b.reshape((nt,) + lam_b.shape[2:])
             return (fc, lam_h, lam_c, lam_t), None
