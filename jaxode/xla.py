@@ -1,6 +1,6 @@
 """XLA options jaxode sets for its users, before JAX starts its CPU backend.
 
-``import jaxode`` adds two flags to ``XLA_FLAGS`` when JAX's backends have not
+``import jaxode`` adds three flags to ``XLA_FLAGS`` when JAX's backends have not
 started yet (nothing has created an array or asked for devices) and the flag
 is not set already:
 
@@ -20,6 +20,17 @@ is not set already:
   vectors stay; the measured cost is within this VM's run-to-run noise
   (bench/RESULTS.md).
 
+- ``--xla_backend_extra_options=xla_cpu_small_while_loop_byte_threshold=100000``:
+  XLA's CPU compiler compiles a while loop whose buffers total less than this
+  many bytes (default 1024) into one function instead of running its body as
+  a chain of kernels, each dispatched by the runtime (~0.1-0.2 us apiece). The
+  solver's row loops of one world (or a few) are such loops: a row update is
+  a handful of tiny kernels, so at batch 1 the dispatch was most of the step.
+  With the threshold, ``boxes`` at batch 1 ran 5,600 world-steps/s instead of
+  1,060 and ``chain`` 11,250 instead of 1,950 (bench/RESULTS.md, session 13);
+  a batch's loops (bytes grow with the batch) stay as they were. Same
+  arithmetic (bitwise the same trajectories). Not set when ``XLA_FLAGS``
+  already has ``--xla_backend_extra_options`` (give it the key yourself).
 Not set: ``--xla_cpu_use_fusion_emitters=false`` (jaxlib below 0.11) compiles
 a step in about 60 % of the time but runs ``chain`` at 1024 worlds 42 % slower
 (33,500 against 58,000 world-steps/s, measured 2026-11-24); the test suite
@@ -39,6 +50,9 @@ import platform
 DEVICE_COUNT_FLAG = "--xla_force_host_platform_device_count"
 MAX_ISA_FLAG = "--xla_cpu_max_isa"
 NO_FMA_ISA = "AVX"
+EXTRA_OPTIONS_FLAG = "--xla_backend_extra_options"
+SMALL_LOOP_OPTION = "xla_cpu_small_while_loop_byte_threshold"
+SMALL_LOOP_BYTES = 100_000
 
 # What configure() did: flags added, or why none were.
 _applied: dict = {"flags": [], "reason": "not run"}
@@ -71,6 +85,8 @@ def configure() -> list[str]:
         added.append(f"{DEVICE_COUNT_FLAG}={os.cpu_count() or 1}")
     if _x86() and MAX_ISA_FLAG not in current:
         added.append(f"{MAX_ISA_FLAG}={NO_FMA_ISA}")
+    if EXTRA_OPTIONS_FLAG not in current:
+        added.append(f"{EXTRA_OPTIONS_FLAG}={SMALL_LOOP_OPTION}={SMALL_LOOP_BYTES}")
     if added:
         os.environ["XLA_FLAGS"] = " ".join([current] + added).strip()
     _applied.update(flags=added, reason="set at import" if added else "already in XLA_FLAGS")
