@@ -5,17 +5,18 @@ A solver (:mod:`jaxode.sim.solver.pgs`, :mod:`jaxode.sim.solver.colored`) is a
 :class:`Problem` laid out world-minor (every float array has a trailing world
 axis W). :func:`solver` wraps one into a function of one world's rows that:
 
-- **alone** (no ``vmap``) runs the sweeps with ``W = 1``;
+- **alone** (no ``vmap``) runs the sweeps with ``W = MIN_WORLDS`` (the world
+  twice: it then rounds as in a batch);
 - **under ``jax.vmap``** (a custom batching rule) runs them once for the whole
   batch with the worlds as the trailing axis when the worlds share the row
   structure (the same body indices per row: no contact compaction, or
   :func:`jaxode.sim.batch_rules.compact` gave every world the union of their
   slots); ``pgs`` then stops each sweep after the last unit active in some
   world (``live``), ``colored`` colours the rows active in any world. If the
-  worlds' body indices differ, each world runs its own ``W = 1`` sweeps
+  worlds' body indices differ, each world runs its own one-world sweeps
   (plain vmap: gathers and scatters per world);
 - **under differentiation** (``jax.jvp``, ``jax.grad``, forward and reverse)
-  runs the ``W = 1`` sweeps through JAX's own rules (``colored`` with a
+  runs the one-world sweeps through JAX's own rules (``colored`` with a
   static phase count, so reverse mode can differentiate it); custom_vmap has no
   reverse mode of its own.
 
