@@ -35,24 +35,28 @@ def _cross_minus(a: jax.Array) -> jax.Array:
     return jnp.array([[z, a[2], -a[1]], [-a[2], z, a[0]], [a[1], -a[0], z]])
 
 
-def _inv3(m: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """Inverse of a 3x3 matrix by cofactors (ODE's dInvertMatrix3) and whether it
-    exists (det != 0). The determinant is the triple product of the rows (the
-    cofactor columns' first dot), not an LU factorisation: XLA's CPU LU of
-    many small matrices cost more than the rest of the body pass."""
+def _cofactors(m: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """The transposed cofactor matrix (adjugate) of a 3x3 matrix and its
+    determinant, the triple product of the rows (ODE's dInvertMatrix3), not an
+    LU factorisation: XLA's CPU LU of many small matrices cost more than the
+    rest of the body pass."""
     cof = jnp.stack([jnp.cross(m[1], m[2]), jnp.cross(m[2], m[0]), jnp.cross(m[0], m[1])], axis=1)
-    det = jnp.sum(m[0] * cof[:, 0])
+    return cof, jnp.sum(m[0] * cof[:, 0])
+
+
+def _inv3(m: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """Inverse of a 3x3 matrix by cofactors and whether it exists (det != 0)."""
+    cof, det = _cofactors(m)
     ok = det != 0
     return cof / jnp.where(ok, det, 1.0), ok
 
 
 def inverse3(m: jax.Array) -> jax.Array:
-    """Inverse of (..., 3, 3) matrices by cofactors (:func:`_inv3`; a singular one
-    gives non-finite entries, as a division by its zero determinant)."""
+    """Inverse of (..., 3, 3) matrices by cofactors (a singular one gives
+    non-finite entries, as a division by its zero determinant)."""
     def one(a):
-        cof = jnp.stack([jnp.cross(a[1], a[2]), jnp.cross(a[2], a[0]), jnp.cross(a[0], a[1])],
-                        axis=1)
-        return cof / jnp.sum(a[0] * cof[:, 0])
+        cof, det = _cofactors(a)
+        return cof / det
     f = one
     for _ in range(m.ndim - 2):
         f = jax.vmap(f)
