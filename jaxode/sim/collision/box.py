@@ -123,13 +123,29 @@ def _clip_rect(poly, cnt, e1, e2):
     return poly, cnt
 
 
-def _reduce(pos, depth, valid, k):
+_TIE_REL = 1e-3  # relative near-tie of squared distances in _reduce's flat mode
+
+
+def _reduce(pos, depth, valid, k, flat_tol=None):
     """Pick k of the candidate points: deepest first, then greedily the point
     farthest from those already chosen. Returns indices ordered deepest-first
-    and their validity. The k - 1 greedy picks are one ``lax.scan`` body."""
+    and their validity. The k - 1 greedy picks are one ``lax.scan`` body.
+
+    ``flat_tol`` [m] (optional): points within it of the deepest count as
+    equally deep, and among those the lowest index comes first (in the pick
+    and in the returned order); a greedy pick takes the lowest index among
+    the points whose squared distance is within ``_TIE_REL`` of the largest. A face resting flat on more than k points
+    (a hexagonal prism on the ground: 6 vertices, 4 slots) then keeps the
+    same k contacts from step to step instead of a set chosen by which
+    vertex the micro-rocking left deepest; each switch of the support set
+    jolted the body and what rests on it by ~2 mm/s (60 PGS iterations)."""
     N = pos.shape[0]
     key = jnp.where(valid, depth, -_BIG)
-    first = jnp.argmax(key)
+    if flat_tol is None:
+        first = jnp.argmax(key)
+    else:
+        flat = valid & (key >= jnp.max(key) - flat_tol)
+        first = jnp.argmax(flat)
     chosen = jnp.arange(N) == first
     mind = jnp.sum((pos - pos[first]) ** 2, axis=-1)
 
@@ -137,7 +153,10 @@ def _reduce(pos, depth, valid, k):
         chosen, mind = carry
         cand = valid & ~chosen & (mind > _DUP_TOL2)
         score = jnp.where(cand, mind, -1.0)
-        j = jnp.argmax(score)
+        if flat_tol is None:
+            j = jnp.argmax(score)
+        else:  # near-ties (a regular polygon's vertices) to the lowest index
+            j = jnp.argmax(cand & (score >= (1.0 - _TIE_REL) * jnp.max(score)))
         chosen = chosen | (jnp.arange(N) == j)
         mind = jnp.minimum(mind, jnp.sum((pos - pos[j]) ** 2, axis=-1))
         return (chosen, mind), (j, cand[j])
@@ -145,7 +164,12 @@ def _reduce(pos, depth, valid, k):
     _, (rest, rest_ok) = jax.lax.scan(pick, (chosen, mind), None, length=k - 1)
     sel = jnp.concatenate([first[None], rest])
     ok = jnp.concatenate([valid[first][None], rest_ok])
-    _, order = jax.lax.top_k(jnp.where(ok, depth[sel], -_BIG), k)
+    if flat_tol is None:
+        _, order = jax.lax.top_k(jnp.where(ok, depth[sel], -_BIG), k)
+    else:  # the flat ones by index, then the others deepest first, invalid last
+        fl = ok & flat[sel]
+        group = jnp.where(fl, 0, jnp.where(ok, 1, 2))
+        order = jnp.lexsort((jnp.where(fl, sel.astype(depth.dtype), -depth[sel]), group))
     return sel[order], ok[order]
 
 
