@@ -25,7 +25,7 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 
-from .contact import Contact, GeomWorld
+from .contact import Contact, GeomWorld, coord_scale, touching
 
 BOX_PLANE_NCON = 4
 BOX_BOX_NCON = 4
@@ -64,7 +64,7 @@ def box_plane(g1: GeomWorld, g2: GeomWorld) -> Contact:
     corners = g1.pos + (jnp.asarray(_CORNER_SIGNS, dt) * half) @ g1.rot.T  # (8,3)
     depth_all = jnp.dot(g2.pos, n) - corners @ n
     depth, idx = jax.lax.top_k(depth_all, BOX_PLANE_NCON)
-    valid = depth >= 0
+    depth, valid = touching(depth, coord_scale(g1.pos, g2.pos, half))
     normal = jnp.broadcast_to(n, (BOX_PLANE_NCON, 3))
     return _finish(corners[idx], normal, depth, valid)
 
@@ -208,7 +208,10 @@ def box_box(g1: GeomWorld, g2: GeomWorld) -> Contact:
     pe_f = jnp.where(eok, pe_f, _BIG)
     # separation uses the exact (unfudged) edge penetrations, so a valid
     # contact never has negative depth (ODE tests with the fudged values)
-    separated = jnp.any(pf < 0) | jnp.any(eok & (pe < 0))
+    # (a face resting at depth -> 0 reads a few ulps below 0 in float32: touching)
+    scale = coord_scale(p1, p2, h1, h2)
+    separated = ~(touching(jnp.min(pf), scale)[1]
+                  & touching(jnp.min(jnp.where(eok, pe, _BIG)), scale)[1])
     bf = jnp.argmin(pf)
     be = jnp.argmin(pe_f)
     use_edge = pe_f[be] * _EDGE_REL < pf[bf]
@@ -236,8 +239,8 @@ def box_box(g1: GeomWorld, g2: GeomWorld) -> Contact:
     loc = _mm(verts - c_ref, frame)
     poly = jnp.concatenate([loc, jnp.zeros((4, 3), dt)], axis=0)
     poly, cnt = _clip_rect(poly, jnp.asarray(4), e1, e2)
-    fdepth = -poly[:, 2]
-    fvalid = (jnp.arange(poly.shape[0]) < cnt) & (fdepth >= 0)
+    fdepth, ftouch = touching(-poly[:, 2], scale)
+    fvalid = (jnp.arange(poly.shape[0]) < cnt) & ftouch
     fpos = c_ref + _mm(poly, frame.T)  # point on the incident face (ODE)
     sel, fok = _reduce(fpos, fdepth, fvalid, K)
     face_pos, face_depth = fpos[sel], fdepth[sel]
@@ -262,7 +265,7 @@ def box_box(g1: GeomWorld, g2: GeomWorld) -> Contact:
     slot0 = jnp.arange(K) == 0
 
     pos = jnp.where(use_edge, jnp.where(slot0[:, None], epos, 0.0), face_pos)
-    depth = jnp.where(use_edge, jnp.where(slot0, pe[be], 0.0), face_depth)
+    depth = jnp.where(use_edge, jnp.where(slot0, touching(pe[be], scale)[0], 0.0), face_depth)
     valid = jnp.where(use_edge, slot0, fok) & ~separated
     normal = jnp.broadcast_to(jnp.where(use_edge, n_edge, n_face), (K, 3))
     return _finish(pos, normal, depth, valid)

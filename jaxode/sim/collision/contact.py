@@ -62,6 +62,13 @@ def touching(depth, scale):
     return jnp.where(depth < 0, jnp.zeros_like(depth), depth), valid
 
 
+def coord_scale(*xs):
+    """The ``scale`` for :func:`touching` [m]: the sum of max |component| of
+    each array (the positions and extents a depth was computed from)."""
+    import jax.numpy as jnp
+    return sum(jnp.max(jnp.abs(x)) for x in xs)
+
+
 class GeomWorld(NamedTuple):
     """One geom placed in the world.
 

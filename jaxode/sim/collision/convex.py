@@ -59,7 +59,7 @@ import numpy as np
 from .box import _reduce
 from .capsule import _MID_MARGIN, _closest_seg_seg
 from .heightfield import _points_contacts
-from .contact import Contact, GeomWorld, Hull
+from .contact import Contact, GeomWorld, Hull, coord_scale, touching
 
 CONVEX_PLANE_NCON = 4
 SPHERE_CONVEX_NCON = 1
@@ -233,8 +233,8 @@ def convex_plane(g1: GeomWorld, g2: GeomWorld, hull1: Hull) -> Contact:
     deepest first then spread out; 4 slots."""
     h = place(hull1, g1.pos, g1.rot)
     n = g2.rot[:, 2]
-    depth = g2.pos @ n - h.verts @ n
-    ok = (jnp.arange(h.verts.shape[0]) < hull1.nvert) & (depth >= 0)
+    depth, touch = touching(g2.pos @ n - h.verts @ n, coord_scale(g1.pos, g2.pos, h.extent))
+    ok = (jnp.arange(h.verts.shape[0]) < hull1.nvert) & touch
     sel, sok = _reduce(h.verts, depth, ok, CONVEX_PLANE_NCON, _FLAT_REL * h.extent)
     return _finish(h.verts[sel], jnp.broadcast_to(n, (CONVEX_PLANE_NCON, 3)), depth[sel], sok)
 
@@ -349,8 +349,13 @@ def _face_manifold(ref: PlacedHull, fr, inc: PlacedHull):
         return tuple(jnp.where(k < nr, x, y) for x, y in zip(clipped, carry))
 
     poly, cnt = jax.lax.fori_loop(0, lr, body, (poly, cnt))
-    depth = off - poly @ n
-    return poly, depth, (jnp.arange(li + lr) < cnt) & (depth >= 0)
+    depth, touch = touching(off - poly @ n, _scale(ref, inc))
+    return poly, depth, (jnp.arange(li + lr) < cnt) & touch
+
+
+def _scale(a: PlacedHull, b: PlacedHull):
+    """Coordinate scale [m] of two placed hulls for ``touching``."""
+    return coord_scale(a.centre, b.centre, a.extent, b.extent)
 
 
 def _edge_pairs(a: PlacedHull, b: PlacedHull):
@@ -461,7 +466,8 @@ def hull_hull(a: PlacedHull, b: PlacedHull, ncon: int) -> Contact:
     from b into a."""
     fa, fb = a.normals.shape[0], b.normals.shape[0]
     sat = hull_sat(a, b)
-    separated = sat.depth < 0
+    sat_depth, touch = touching(sat.depth, _scale(a, b))  # resting at depth -> 0 in float32
+    separated = ~touch
     # face case: the reference face on a or on b
     ref_a = sat.bf < fa
     pos_a, dep_a, ok_a = _face_manifold(a, jnp.minimum(sat.bf, fa - 1), b)
@@ -477,7 +483,7 @@ def hull_hull(a: PlacedHull, b: PlacedHull, ncon: int) -> Contact:
     sup = 0.5 * (a.verts[jnp.argmin(a.verts @ n)] + b.verts[jnp.argmax(b.verts @ n)])
     first = jnp.arange(ncon) == 0
     face_pos = jnp.where(none, jnp.where(first[:, None], sup, 0.0), face_pos)
-    face_dep = jnp.where(none, jnp.where(first, sat.depth, 0.0), face_dep)
+    face_dep = jnp.where(none, jnp.where(first, sat_depth, 0.0), face_dep)
     sok = jnp.where(none, first, sok)
     # edge case: midway between the two edges' closest points
     ea, eb = a.hull.edges[sat.ie], b.hull.edges[sat.je]
@@ -485,7 +491,7 @@ def hull_hull(a: PlacedHull, b: PlacedHull, ncon: int) -> Contact:
     edge_pos = jnp.where(first[:, None], 0.5 * (qa + qb), 0.0)
 
     pos = jnp.where(sat.use_edge, edge_pos, face_pos)
-    depth = jnp.where(sat.use_edge, jnp.where(first, sat.depth, 0.0), face_dep)
+    depth = jnp.where(sat.use_edge, jnp.where(first, sat_depth, 0.0), face_dep)
     valid = jnp.where(sat.use_edge, first, sok) & ~separated
     return _finish(pos, jnp.broadcast_to(n, (ncon, 3)), depth, valid)
 

@@ -39,7 +39,7 @@ import numpy as np
 
 from .box import _CORNER_SIGNS, _reduce
 from .sphere import _pack
-from .contact import Contact, GeomWorld
+from .contact import Contact, GeomWorld, coord_scale, touching
 
 CYLINDER_PLANE_NCON = 4
 CYLINDER_SPHERE_NCON = 1
@@ -447,13 +447,14 @@ def cylinder_plane(g1: GeomWorld, g2: GeomWorld) -> Contact:
     v2 = _normalize(jnp.cross(v1, a))[0] * r
     v1 = jnp.cross(v2, a)
     flat_pts = jnp.stack([p + v1, p - v1, p + v2, p - v2])
-    flat_dep = off - flat_pts @ n
-    flat_ok = cap_in & (flat_dep > 0)
+    scale = coord_scale(c, g2.pos, h + r)
+    flat_dep, flat_touch = touching(off - flat_pts @ n, scale)
+    flat_ok = cap_in & flat_touch
     # tilted: the deepest rim point of each cap
     cdir, _ = _normalize(a * na - n)
     tilt_pts = jnp.stack([p1 + r * cdir, p2 + r * cdir, p1, p2])
-    tilt_dep = off - tilt_pts @ n
-    tilt_ok = (jnp.arange(4) < 2) & (tilt_dep >= 0)
+    tilt_dep, tilt_touch = touching(off - tilt_pts @ n, scale)
+    tilt_ok = (jnp.arange(4) < 2) & tilt_touch
     pts = jnp.where(flat, flat_pts, tilt_pts)
     dep = jnp.where(flat, flat_dep, tilt_dep)
     ok = jnp.where(flat, flat_ok, tilt_ok)
