@@ -124,6 +124,10 @@ def _clip_rect(poly, cnt, e1, e2):
 
 
 _TIE_REL = 1e-3  # relative near-tie of squared distances in _reduce's flat mode
+#: flat_tol of _reduce for contact sets of our own design (not ODE's, which
+#: keep ODE's deepest first): this fraction of the shapes' extent, a tilt of
+#: about 1e-3 rad across them, counts as flat
+_FLAT_REL = 1e-3
 
 
 def _reduce(pos, depth, valid, k, flat_tol=None):

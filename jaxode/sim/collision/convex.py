@@ -56,7 +56,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .box import _reduce
+from .box import _FLAT_REL, _reduce
 from .capsule import _MID_MARGIN, _closest_seg_seg
 from .heightfield import _points_contacts
 from .contact import Contact, GeomWorld, Hull, coord_scale, touching
@@ -76,7 +76,6 @@ _PARALLEL2 = 1e-12  # squared sine under which two edges are parallel (as box-bo
 _EDGE_REL = 1.05  # ODE's box-box: an edge axis must be 5 % shallower than the best face
 _EDGE_ABS = 1e-5  # ... plus this fraction of the two shapes' summed half extents
 _BISECT_ITERS = 40
-_FLAT_REL = 1e-3  # contact points within this fraction of the extent of the deepest tie (_reduce)
 _EDGE_CANDIDATES = 4  # edge pairs re-measured from the supports (hull_sat)
 
 
@@ -475,7 +474,7 @@ def hull_hull(a: PlacedHull, b: PlacedHull, ncon: int) -> Contact:
     fpos = jnp.where(ref_a, pos_a, pos_b)
     fdep = jnp.where(ref_a, dep_a, dep_b)
     fok = jnp.where(ref_a, ok_a, ok_b)
-    sel, sok = _reduce(fpos, fdep, fok, ncon)
+    sel, sok = _reduce(fpos, fdep, fok, ncon, _FLAT_REL * (a.extent + b.extent))
     face_pos, face_dep = fpos[sel], fdep[sel]
     # nothing clipped (round-off at a grazing face): one contact between the supports
     n = sat.normal

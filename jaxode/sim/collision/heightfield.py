@@ -29,7 +29,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from .box import _reduce
+from .box import _FLAT_REL, _reduce
 from .contact import Contact, GeomWorld, coord_scale, touching
 
 SPHERE_HFIELD_NCON = 4
@@ -75,7 +75,8 @@ def _points_contacts(pts, heights, dims, g2, ncon):
     h, n, inside = surface(heights, dims, g2, pts[:, :2])
     depth, touch = touching((h - pts[:, 2]) * n[:, 2], coord_scale(pts, g2.pos, heights))
     ok = inside & touch
-    sel, sok = _reduce(pts, depth, ok, ncon)
+    extent = 0.5 * jnp.sum(jnp.max(pts, axis=0) - jnp.min(pts, axis=0))
+    sel, sok = _reduce(pts, depth, ok, ncon, _FLAT_REL * extent)
     return Contact(pos=jnp.where(sok[:, None], pts[sel], 0.0),
                    normal=jnp.where(sok[:, None], n[sel], 0.0),
                    depth=jnp.where(sok, depth[sel], 0.0), valid=sok)
