@@ -447,13 +447,13 @@ def cylinder_plane(g1: GeomWorld, g2: GeomWorld) -> Contact:
     # flat: the lower cap's rim at 90 degree steps (ODE's V1, V2 construction)
     s, t = off - n @ p1, off - n @ p2
     p = jnp.where(s >= t, p1, p2)
-    cap_in = jnp.maximum(s, t) >= 0
+    scale = coord_scale(c, g2.pos, h + r)
+    cap_in = touching(jnp.maximum(s, t), scale)[1]
     ex, ey = jnp.array([1.0, 0.0, 0.0], dt), jnp.array([0.0, 1.0, 0.0], dt)
     v1 = a + jnp.where(jnp.abs(a[0]) < tol, ex, ey)
     v2 = _normalize(jnp.cross(v1, a))[0] * r
     v1 = jnp.cross(v2, a)
     flat_pts = jnp.stack([p + v1, p - v1, p + v2, p - v2])
-    scale = coord_scale(c, g2.pos, h + r)
     flat_dep, flat_touch = touching(off - flat_pts @ n, scale)
     flat_ok = cap_in & flat_touch
     # tilted: the deepest rim point of each cap
