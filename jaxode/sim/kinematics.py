@@ -30,7 +30,7 @@ def geom_aabbs(model: Model, gpos: jax.Array, grot: jax.Array) -> tuple[jax.Arra
     """Lower and upper AABB corners (ngeom, 3) [m], world frame; planes are
     unbounded, heightfields bounded in x and y only; convex hulls and triangle
     meshes exact (the extremes of their rotated vertices); all grown by
-    ``contact.TOUCH_ULPS`` ulps of their largest coordinate."""
+    ``contact.TOUCH_ULPS`` ulps of their larger coordinate on each axis."""
     size = model.geom_size
     t = model.geom_type[:, None]
     r = size[:, 0:1]
@@ -65,8 +65,7 @@ def geom_aabbs(model: Model, gpos: jax.Array, grot: jax.Array) -> tuple[jax.Arra
     # grown by the contact's rounding band (``contact.touching``): two bodies
     # resting face on face have AABBs that touch, and a few ulps of rounding
     # must not part them before the pair function sees them
-    ext = jnp.max(jnp.where(jnp.isfinite(lo), jnp.abs(lo), 0.0), axis=1, keepdims=True)
-    ext = jnp.maximum(ext, jnp.max(jnp.where(jnp.isfinite(hi), jnp.abs(hi), 0.0), axis=1,
-                                   keepdims=True))
+    ext = jnp.maximum(jnp.where(jnp.isfinite(lo), jnp.abs(lo), 0.0),
+                      jnp.where(jnp.isfinite(hi), jnp.abs(hi), 0.0))
     pad = ct.TOUCH_ULPS * jnp.finfo(lo.dtype).eps * ext
     return lo - pad, hi + pad
