@@ -32,7 +32,10 @@ Methods
   normals of both hulls and the cross products of edge pairs that form a
   face of the Minkowski difference (the arcs of the two edges cross on the
   Gauss map; other edge pairs cannot give the minimum), so the penetration
-  depth is exact. A face axis (the reference face) wins unless an edge
+  depth is exact. Edge pairs are ranked by their lines' distance and the
+  best 4 re-measured from the hulls' supports (ODE's convex-convex measures
+  every axis so): the line distance of nearly parallel edges is mostly
+  float32 rounding and once read a resting cube as separated. A face axis (the reference face) wins unless an edge
   axis is shallower by ODE's box-box margin (5 % plus 1e-5 of the sizes);
   then the incident face (the other hull's face most anti-parallel to the
   reference normal) is clipped against the reference face's side planes
