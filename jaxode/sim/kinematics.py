@@ -29,15 +29,20 @@ def geom_poses(model: Model, pos: jax.Array, quat: jax.Array) -> tuple[jax.Array
 def geom_aabbs(model: Model, gpos: jax.Array, grot: jax.Array) -> tuple[jax.Array, jax.Array]:
     """Lower and upper AABB corners (ngeom, 3) [m], world frame; planes are
     unbounded, heightfields bounded in x and y only; convex hulls and triangle
-    meshes exact (the extremes of their rotated vertices)."""
+    meshes exact (the extremes of their rotated vertices); all grown by
+    ``contact.TOUCH_ULPS`` ulps of their larger coordinate on each axis."""
     size = model.geom_size
     t = model.geom_type[:, None]
     r = size[:, 0:1]
     half_box = 0.5 * jnp.einsum("gij,gj->gi", jnp.abs(grot), size)
     axis = grot[:, :, 2]
     half_caps = jnp.abs(axis) * (0.5 * size[:, 1:2]) + r
-    # cylinder: the cap discs' extent r * sqrt(1 - axis_i^2) plus the half axis
-    disc2 = jnp.maximum(1.0 - axis * axis, 0.0)
+    # cylinder: the cap discs' extent r * sqrt(1 - axis_i^2) plus the half axis;
+    # 1 - axis_i^2 as the other two components' squares (1 - a_z^2 cancels to
+    # 0 in float32 for a tilt under 3e-4 rad, and the AABB missed the rim's
+    # r * tilt below the cap: a standing cylinder resting on a hull lost the pair)
+    a2 = axis * axis
+    disc2 = jnp.roll(a2, 1, axis=1) + jnp.roll(a2, 2, axis=1)
     disc = jnp.where(disc2 > 0, jnp.sqrt(jnp.where(disc2 > 0, disc2, 1.0)), 0.0)
     half_cyl = jnp.abs(axis) * (0.5 * size[:, 1:2]) + r * disc
     half = jnp.where(t == ct.SPHERE, jnp.broadcast_to(r, half_box.shape),
@@ -57,4 +62,10 @@ def geom_aabbs(model: Model, gpos: jax.Array, grot: jax.Array) -> tuple[jax.Arra
                                                  tables.verts.astype(gpos.dtype))
             lo = lo.at[g].set(jnp.min(v, axis=1))
             hi = hi.at[g].set(jnp.max(v, axis=1))
-    return lo, hi
+    # grown by the contact's rounding band (``contact.touching``): two bodies
+    # resting face on face have AABBs that touch, and a few ulps of rounding
+    # must not part them before the pair function sees them
+    ext = jnp.maximum(jnp.where(jnp.isfinite(lo), jnp.abs(lo), 0.0),
+                      jnp.where(jnp.isfinite(hi), jnp.abs(hi), 0.0))
+    pad = ct.TOUCH_ULPS * jnp.finfo(lo.dtype).eps * ext
+    return lo - pad, hi + pad

@@ -25,7 +25,7 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 
-from .contact import Contact, GeomWorld
+from .contact import Contact, GeomWorld, coord_scale, touching
 
 BOX_PLANE_NCON = 4
 BOX_BOX_NCON = 4
@@ -64,7 +64,7 @@ def box_plane(g1: GeomWorld, g2: GeomWorld) -> Contact:
     corners = g1.pos + (jnp.asarray(_CORNER_SIGNS, dt) * half) @ g1.rot.T  # (8,3)
     depth_all = jnp.dot(g2.pos, n) - corners @ n
     depth, idx = jax.lax.top_k(depth_all, BOX_PLANE_NCON)
-    valid = depth >= 0
+    depth, valid = touching(depth, coord_scale(g1.pos, g2.pos, half))
     normal = jnp.broadcast_to(n, (BOX_PLANE_NCON, 3))
     return _finish(corners[idx], normal, depth, valid)
 
@@ -123,13 +123,33 @@ def _clip_rect(poly, cnt, e1, e2):
     return poly, cnt
 
 
-def _reduce(pos, depth, valid, k):
+_TIE_REL = 1e-3  # relative near-tie of squared distances in _reduce's flat mode
+#: flat_tol of _reduce for contact sets of our own design (not ODE's, which
+#: keep ODE's deepest first): this fraction of the shapes' extent, a tilt of
+#: about 1e-3 rad across them, counts as flat
+_FLAT_REL = 1e-3
+
+
+def _reduce(pos, depth, valid, k, flat_tol=None):
     """Pick k of the candidate points: deepest first, then greedily the point
     farthest from those already chosen. Returns indices ordered deepest-first
-    and their validity. The k - 1 greedy picks are one ``lax.scan`` body."""
+    and their validity. The k - 1 greedy picks are one ``lax.scan`` body.
+
+    ``flat_tol`` [m] (optional): points within it of the deepest count as
+    equally deep, and among those the lowest index comes first (in the pick
+    and in the returned order); a greedy pick takes the lowest index among
+    the points whose squared distance is within ``_TIE_REL`` of the largest. A face resting flat on more than k points
+    (a hexagonal prism on the ground: 6 vertices, 4 slots) then keeps the
+    same k contacts from step to step instead of a set chosen by which
+    vertex the micro-rocking left deepest; each switch of the support set
+    jolted the body and what rests on it by ~2 mm/s (60 PGS iterations)."""
     N = pos.shape[0]
     key = jnp.where(valid, depth, -_BIG)
-    first = jnp.argmax(key)
+    if flat_tol is None:
+        first = jnp.argmax(key)
+    else:
+        flat = valid & (key >= jnp.max(key) - flat_tol)
+        first = jnp.argmax(flat)
     chosen = jnp.arange(N) == first
     mind = jnp.sum((pos - pos[first]) ** 2, axis=-1)
 
@@ -137,7 +157,10 @@ def _reduce(pos, depth, valid, k):
         chosen, mind = carry
         cand = valid & ~chosen & (mind > _DUP_TOL2)
         score = jnp.where(cand, mind, -1.0)
-        j = jnp.argmax(score)
+        if flat_tol is None:
+            j = jnp.argmax(score)
+        else:  # near-ties (a regular polygon's vertices) to the lowest index
+            j = jnp.argmax(cand & (score >= (1.0 - _TIE_REL) * jnp.max(score)))
         chosen = chosen | (jnp.arange(N) == j)
         mind = jnp.minimum(mind, jnp.sum((pos - pos[j]) ** 2, axis=-1))
         return (chosen, mind), (j, cand[j])
@@ -145,7 +168,12 @@ def _reduce(pos, depth, valid, k):
     _, (rest, rest_ok) = jax.lax.scan(pick, (chosen, mind), None, length=k - 1)
     sel = jnp.concatenate([first[None], rest])
     ok = jnp.concatenate([valid[first][None], rest_ok])
-    _, order = jax.lax.top_k(jnp.where(ok, depth[sel], -_BIG), k)
+    if flat_tol is None:
+        _, order = jax.lax.top_k(jnp.where(ok, depth[sel], -_BIG), k)
+    else:  # the flat ones by index, then the others deepest first, invalid last
+        fl = ok & flat[sel]
+        group = jnp.where(fl, 0, jnp.where(ok, 1, 2))
+        order = jnp.lexsort((jnp.where(fl, sel.astype(depth.dtype), -depth[sel]), group))
     return sel[order], ok[order]
 
 
@@ -184,7 +212,10 @@ def box_box(g1: GeomWorld, g2: GeomWorld) -> Contact:
     pe_f = jnp.where(eok, pe_f, _BIG)
     # separation uses the exact (unfudged) edge penetrations, so a valid
     # contact never has negative depth (ODE tests with the fudged values)
-    separated = jnp.any(pf < 0) | jnp.any(eok & (pe < 0))
+    # (a face resting at depth -> 0 reads a few ulps below 0 in float32: touching)
+    scale = coord_scale(p1, p2, h1, h2)
+    separated = ~(touching(jnp.min(pf), scale)[1]
+                  & touching(jnp.min(jnp.where(eok, pe, _BIG)), scale)[1])
     bf = jnp.argmin(pf)
     be = jnp.argmin(pe_f)
     use_edge = pe_f[be] * _EDGE_REL < pf[bf]
@@ -212,8 +243,8 @@ def box_box(g1: GeomWorld, g2: GeomWorld) -> Contact:
     loc = _mm(verts - c_ref, frame)
     poly = jnp.concatenate([loc, jnp.zeros((4, 3), dt)], axis=0)
     poly, cnt = _clip_rect(poly, jnp.asarray(4), e1, e2)
-    fdepth = -poly[:, 2]
-    fvalid = (jnp.arange(poly.shape[0]) < cnt) & (fdepth >= 0)
+    fdepth, ftouch = touching(-poly[:, 2], scale)
+    fvalid = (jnp.arange(poly.shape[0]) < cnt) & ftouch
     fpos = c_ref + _mm(poly, frame.T)  # point on the incident face (ODE)
     sel, fok = _reduce(fpos, fdepth, fvalid, K)
     face_pos, face_depth = fpos[sel], fdepth[sel]
@@ -238,7 +269,7 @@ def box_box(g1: GeomWorld, g2: GeomWorld) -> Contact:
     slot0 = jnp.arange(K) == 0
 
     pos = jnp.where(use_edge, jnp.where(slot0[:, None], epos, 0.0), face_pos)
-    depth = jnp.where(use_edge, jnp.where(slot0, pe[be], 0.0), face_depth)
+    depth = jnp.where(use_edge, jnp.where(slot0, touching(pe[be], scale)[0], 0.0), face_depth)
     valid = jnp.where(use_edge, slot0, fok) & ~separated
     normal = jnp.broadcast_to(jnp.where(use_edge, n_edge, n_face), (K, 3))
     return _finish(pos, normal, depth, valid)

@@ -46,6 +46,11 @@ GEOM_TYPE_NAMES = {PLANE: "plane", SPHERE: "sphere", BOX: "box", CAPSULE: "capsu
 #: its slip allows. :func:`touching` counts a depth down to -TOUCH_ULPS ulps
 #: of the scale as touching, at depth 0 (no correction, only the
 #: no-approach row): within the precision, as ODE in double would see it.
+#: Every resting test uses it: the plane pairs (sphere, box, capsule,
+#: cylinder, convex, trimesh), the face-clipping pairs (box-box, the hull
+#: pairs, cylinder's SAT pairs, hull and ball against a mesh, mesh-mesh),
+#: the heightfield samples, and the broadphase AABBs are grown by as much
+#: (``kinematics.geom_aabbs``). tests/test_touching.py checks each.
 TOUCH_ULPS = 4
 
 
@@ -60,6 +65,13 @@ def touching(depth, scale):
     tol = TOUCH_ULPS * jnp.finfo(depth.dtype).eps * scale
     valid = depth >= -tol
     return jnp.where(depth < 0, jnp.zeros_like(depth), depth), valid
+
+
+def coord_scale(*xs):
+    """The ``scale`` for :func:`touching` [m]: the sum of max |component| of
+    each array (the positions and extents a depth was computed from)."""
+    import jax.numpy as jnp
+    return sum(jnp.max(jnp.abs(x)) for x in xs)
 
 
 class GeomWorld(NamedTuple):

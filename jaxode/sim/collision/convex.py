@@ -32,7 +32,10 @@ Methods
   normals of both hulls and the cross products of edge pairs that form a
   face of the Minkowski difference (the arcs of the two edges cross on the
   Gauss map; other edge pairs cannot give the minimum), so the penetration
-  depth is exact. A face axis (the reference face) wins unless an edge
+  depth is exact. Edge pairs are ranked by their lines' distance and the
+  best 4 re-measured from the hulls' supports (ODE's convex-convex measures
+  every axis so): the line distance of nearly parallel edges is mostly
+  float32 rounding and once read a resting cube as separated. A face axis (the reference face) wins unless an edge
   axis is shallower by ODE's box-box margin (5 % plus 1e-5 of the sizes);
   then the incident face (the other hull's face most anti-parallel to the
   reference normal) is clipped against the reference face's side planes
@@ -56,10 +59,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .box import _reduce
+from .box import _FLAT_REL, _reduce
 from .capsule import _MID_MARGIN, _closest_seg_seg
 from .heightfield import _points_contacts
-from .contact import Contact, GeomWorld, Hull
+from .contact import Contact, GeomWorld, Hull, coord_scale, touching
 
 CONVEX_PLANE_NCON = 4
 SPHERE_CONVEX_NCON = 1
@@ -76,6 +79,7 @@ _PARALLEL2 = 1e-12  # squared sine under which two edges are parallel (as box-bo
 _EDGE_REL = 1.05  # ODE's box-box: an edge axis must be 5 % shallower than the best face
 _EDGE_ABS = 1e-5  # ... plus this fraction of the two shapes' summed half extents
 _BISECT_ITERS = 40
+_EDGE_CANDIDATES = 4  # edge pairs re-measured from the supports (hull_sat)
 
 
 class PlacedHull(NamedTuple):
@@ -231,9 +235,9 @@ def convex_plane(g1: GeomWorld, g2: GeomWorld, hull1: Hull) -> Contact:
     deepest first then spread out; 4 slots."""
     h = place(hull1, g1.pos, g1.rot)
     n = g2.rot[:, 2]
-    depth = g2.pos @ n - h.verts @ n
-    ok = (jnp.arange(h.verts.shape[0]) < hull1.nvert) & (depth >= 0)
-    sel, sok = _reduce(h.verts, depth, ok, CONVEX_PLANE_NCON)
+    depth, touch = touching(g2.pos @ n - h.verts @ n, coord_scale(g1.pos, g2.pos, h.extent))
+    ok = (jnp.arange(h.verts.shape[0]) < hull1.nvert) & touch
+    sel, sok = _reduce(h.verts, depth, ok, CONVEX_PLANE_NCON, _FLAT_REL * h.extent)
     return _finish(h.verts[sel], jnp.broadcast_to(n, (CONVEX_PLANE_NCON, 3)), depth[sel], sok)
 
 
@@ -347,20 +351,29 @@ def _face_manifold(ref: PlacedHull, fr, inc: PlacedHull):
         return tuple(jnp.where(k < nr, x, y) for x, y in zip(clipped, carry))
 
     poly, cnt = jax.lax.fori_loop(0, lr, body, (poly, cnt))
-    depth = off - poly @ n
-    return poly, depth, (jnp.arange(li + lr) < cnt) & (depth >= 0)
+    depth, touch = touching(off - poly @ n, _scale(ref, inc))
+    return poly, depth, (jnp.arange(li + lr) < cnt) & touch
+
+
+def _scale(a: PlacedHull, b: PlacedHull):
+    """Coordinate scale [m] of two placed hulls for ``touching``."""
+    return coord_scale(a.centre, b.centre, a.extent, b.extent)
 
 
 def _edge_pairs(a: PlacedHull, b: PlacedHull):
     """Separations [m] (EA, EB) along the cross products of all edge pairs,
     the axis pointing out of hull a; -BIG where the pair forms no face of
     the Minkowski difference (their Gauss-map arcs do not cross) or the
-    edges are parallel. Every quantity is a triple product, so all pairs
-    cost a few (EA, 3) @ (3, EB) products: with u = da x db and w = pb - pa,
-    u . w = da . (db x pb) - db . (pa x da) and |u|^2 = |da|^2 |db|^2 - (da . db)^2."""
+    edges are (nearly) parallel. The separation is the distance of the two
+    edges' lines along u = da x db: exact for a Minkowski face, but its
+    rounding grows as 1 / |sin(da, db)|; ``hull_sat`` therefore re-measures
+    its best candidates from the hulls' supports. u is formed explicitly
+    (|da|^2 |db|^2 - (da . db)^2 cancels to noise of eps |da|^2 |db|^2, so
+    near-parallel edges looked crossed in float32) and the points are taken
+    relative to a's centre (world coordinates of 1 m add eps * 1 m)."""
     ea, eb = a.hull.edges, b.hull.edges
-    pa, pb = a.verts[ea[:, 0]], b.verts[eb[:, 0]]
-    da, db = a.verts[ea[:, 1]] - pa, b.verts[eb[:, 1]] - pb
+    pa, pb = a.verts[ea[:, 0]] - a.centre, b.verts[eb[:, 0]] - a.centre
+    da, db = a.verts[ea[:, 1]] - a.verts[ea[:, 0]], b.verts[eb[:, 1]] - b.verts[eb[:, 0]]
     na, nb = a.normals[a.hull.edge_faces], -b.normals[b.hull.edge_faces]  # (E, 2, 3)
     bxa = jnp.cross(na[:, 1], na[:, 0])
     dxc = jnp.cross(nb[:, 1], nb[:, 0])
@@ -369,14 +382,24 @@ def _edge_pairs(a: PlacedHull, b: PlacedHull):
     adc = na[:, 0] @ dxc.T
     bdc = na[:, 1] @ dxc.T
     minkowski = (cba * dba < 0) & (adc * bdc < 0) & (cba * bdc > 0)
+    u = jnp.cross(da[:, None], db[None])  # (EA, EB, 3)
+    u2 = jnp.sum(u * u, -1)
     la2, lb2 = jnp.sum(da * da, -1)[:, None], jnp.sum(db * db, -1)[None]
-    dadb = da @ db.T
-    u2 = la2 * lb2 - dadb * dadb
-    ok = minkowski & (u2 > _PARALLEL2 * la2 * lb2)
-    uw = da @ jnp.cross(db, pb).T - jnp.cross(pa, da) @ db.T
-    out = jnp.cross(pa - a.centre, da) @ db.T  # u . (pa - centre): > 0 when u points out of a
+    ok = minkowski & (u2 > _parallel2(u2.dtype) * la2 * lb2)
+    uw = jnp.sum(u * (pb[None] - pa[:, None]), -1)
+    out = jnp.sum(u * pa[:, None], -1)  # u . (pa - centre): > 0 when u points out of a
     sep = jnp.where(out < 0, -uw, uw) / jnp.sqrt(jnp.where(ok, u2, 1.0))
     return jnp.where(ok, sep, -_BIG)
+
+
+def _parallel2(dtype):
+    """Squared sine under which two edges count as parallel: ``_PARALLEL2``,
+    or in a coarse dtype 64 eps (float32: sin < 2.8e-3), below which the
+    direction of da x db is mostly rounding (the vertices carry eps * |world
+    position| each). A pair skipped there is a sliver face of the Minkowski
+    difference whose plane the neighbouring face planes pass within
+    |edge| * sin of; the depth can only come out that much deeper."""
+    return max(_PARALLEL2, 64.0 * float(jnp.finfo(dtype).eps))
 
 
 def _edge_axis(a: PlacedHull, b: PlacedHull, i, j):
@@ -393,7 +416,8 @@ class Sat(NamedTuple):
 
     sep_f (FA + FB,) separations [m] along a's then b's face normals; bf the
     best face; sep_e (EA, EB) along the Minkowski edge pairs (-BIG: not one),
-    axes (EA, EB, 3) their unit axes out of a; ie, je the best edge pair;
+    as line distances; ie, je the best edge pair (by its separation from the
+    supports);
     depth [m] the penetration depth (minus the largest separation; < 0:
     separated); normal (3,) the best axis as a contact normal, from b into a;
     use_edge: an edge pair rather than a face is the contact feature."""
@@ -418,9 +442,19 @@ def hull_sat(a: PlacedHull, b: PlacedHull) -> Sat:
     sep_f = jnp.concatenate([sep_a, sep_b])
     bf = jnp.argmax(sep_f)
     sep_e = _edge_pairs(a, b)
-    be = jnp.argmax(sep_e.reshape(-1))
-    ie, je = be // sep_e.shape[1], be % sep_e.shape[1]
-    face_s, edge_s = sep_f[bf], sep_e[ie, je]
+    # the best few edge pairs re-measured along their unit axes from the
+    # hulls' supports (as ODE's convex-convex measures every axis): a
+    # separation so measured is a true one whatever the axis's rounding, so
+    # a rounding-inflated line distance cannot report overlapping hulls as
+    # separated (a cube resting on a prism lost its contact for a step)
+    ne = sep_e.shape[1]
+    cand, be = jax.lax.top_k(sep_e.reshape(-1), min(_EDGE_CANDIDATES, sep_e.size))
+    axes = jax.vmap(lambda i, j: _edge_axis(a, b, i, j))(be // ne, be % ne)  # (K, 3)
+    sup = jnp.min(axes @ b.verts.T, axis=1) - jnp.max(axes @ a.verts.T, axis=1)
+    sup = jnp.where(cand > -0.5 * _BIG, sup, -_BIG)
+    k = jnp.argmax(sup)
+    ie, je = be[k] // ne, be[k] % ne
+    face_s, edge_s = sep_f[bf], sup[k]
     use_edge = (-edge_s + _EDGE_ABS * (a.extent + b.extent)) * _EDGE_REL < -face_s
     all_normals = jnp.concatenate([-a.normals, b.normals])  # face normals from b into a
     normal = jnp.where(use_edge, -_edge_axis(a, b, ie, je), all_normals[bf])
@@ -434,7 +468,8 @@ def hull_hull(a: PlacedHull, b: PlacedHull, ncon: int) -> Contact:
     from b into a."""
     fa, fb = a.normals.shape[0], b.normals.shape[0]
     sat = hull_sat(a, b)
-    separated = sat.depth < 0
+    sat_depth, touch = touching(sat.depth, _scale(a, b))  # resting at depth -> 0 in float32
+    separated = ~touch
     # face case: the reference face on a or on b
     ref_a = sat.bf < fa
     pos_a, dep_a, ok_a = _face_manifold(a, jnp.minimum(sat.bf, fa - 1), b)
@@ -442,7 +477,7 @@ def hull_hull(a: PlacedHull, b: PlacedHull, ncon: int) -> Contact:
     fpos = jnp.where(ref_a, pos_a, pos_b)
     fdep = jnp.where(ref_a, dep_a, dep_b)
     fok = jnp.where(ref_a, ok_a, ok_b)
-    sel, sok = _reduce(fpos, fdep, fok, ncon)
+    sel, sok = _reduce(fpos, fdep, fok, ncon, _FLAT_REL * (a.extent + b.extent))
     face_pos, face_dep = fpos[sel], fdep[sel]
     # nothing clipped (round-off at a grazing face): one contact between the supports
     n = sat.normal
@@ -450,7 +485,7 @@ def hull_hull(a: PlacedHull, b: PlacedHull, ncon: int) -> Contact:
     sup = 0.5 * (a.verts[jnp.argmin(a.verts @ n)] + b.verts[jnp.argmax(b.verts @ n)])
     first = jnp.arange(ncon) == 0
     face_pos = jnp.where(none, jnp.where(first[:, None], sup, 0.0), face_pos)
-    face_dep = jnp.where(none, jnp.where(first, sat.depth, 0.0), face_dep)
+    face_dep = jnp.where(none, jnp.where(first, sat_depth, 0.0), face_dep)
     sok = jnp.where(none, first, sok)
     # edge case: midway between the two edges' closest points
     ea, eb = a.hull.edges[sat.ie], b.hull.edges[sat.je]
@@ -458,7 +493,7 @@ def hull_hull(a: PlacedHull, b: PlacedHull, ncon: int) -> Contact:
     edge_pos = jnp.where(first[:, None], 0.5 * (qa + qb), 0.0)
 
     pos = jnp.where(sat.use_edge, edge_pos, face_pos)
-    depth = jnp.where(sat.use_edge, jnp.where(first, sat.depth, 0.0), face_dep)
+    depth = jnp.where(sat.use_edge, jnp.where(first, sat_depth, 0.0), face_dep)
     valid = jnp.where(sat.use_edge, first, sok) & ~separated
     return _finish(pos, jnp.broadcast_to(n, (ncon, 3)), depth, valid)
 

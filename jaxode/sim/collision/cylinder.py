@@ -39,7 +39,7 @@ import numpy as np
 
 from .box import _CORNER_SIGNS, _reduce
 from .sphere import _pack
-from .contact import Contact, GeomWorld
+from .contact import Contact, GeomWorld, coord_scale, touching
 
 CYLINDER_PLANE_NCON = 4
 CYLINDER_SPHERE_NCON = 1
@@ -356,7 +356,8 @@ def _manifold(n, fa: Feature, fb: Feature, tol):
     Candidates: A's vertices over B, B's vertices under A, crossings of their
     polygon edges, and crossings of each polygon's edges with the other's
     exact rim when that one is a disc. Returns world positions (N, 3) (midway
-    between the features), depths (N,) along n and validity (N,)."""
+    between the features), depths (N,) along n and the candidates that
+    exist (N,) (the caller keeps those at depth >= 0)."""
     t1 = _any_perp(n)
     t2 = jnp.cross(n, t1)
     frame = jnp.stack([t1, t2], axis=1)  # (3, 2)
@@ -393,7 +394,7 @@ def _manifold(n, fa: Feature, fb: Feature, tol):
     ok = jnp.concatenate([ok_a, ok_b, ok_x.reshape(-1), ok4, ok5])
     depth = zb - za
     pos = x @ frame.T + (0.5 * (za + zb))[:, None] * n
-    return pos, depth, ok & (depth >= 0)
+    return pos, depth, ok
 
 
 def _convex_contacts(ncon, n, ov, fa: Feature, fb: Feature, sup_a, sup_b, tol):
@@ -401,13 +402,18 @@ def _convex_contacts(ncon, n, ov, fa: Feature, fb: Feature, sup_a, sup_b, tol):
     none when separated (ov < 0); one midway between the support points, at
     the SAT depth, when the clip finds nothing."""
     pos, depth, ok = _manifold(n, fa, fb, tol)
+    # depth >= 0 within the working precision (resting at depth -> 0)
+    scale = coord_scale(sup_a, sup_b)
+    depth, touch = touching(depth, scale)
+    ov, ov_touch = touching(ov, scale)
+    ok = ok & touch
     sel, sok = _reduce(pos, depth, ok, ncon)
     cpos, cdep = pos[sel], depth[sel]
     none = ~jnp.any(ok)
     first = jnp.arange(ncon) == 0
     cpos = jnp.where(none, jnp.where(first[:, None], 0.5 * (sup_a + sup_b), 0.0), cpos)
     cdep = jnp.where(none, jnp.where(first, ov, 0.0), cdep)
-    valid = jnp.where(none, first, sok) & (ov >= 0)
+    valid = jnp.where(none, first, sok) & ov_touch
     normal = jnp.broadcast_to(n, (ncon, 3))
     return Contact(pos=jnp.where(valid[:, None], cpos, 0.0),
                    normal=jnp.where(valid[:, None], normal, 0.0),
@@ -441,19 +447,20 @@ def cylinder_plane(g1: GeomWorld, g2: GeomWorld) -> Contact:
     # flat: the lower cap's rim at 90 degree steps (ODE's V1, V2 construction)
     s, t = off - n @ p1, off - n @ p2
     p = jnp.where(s >= t, p1, p2)
-    cap_in = jnp.maximum(s, t) >= 0
+    scale = coord_scale(c, g2.pos, h + r)
+    cap_in = touching(jnp.maximum(s, t), scale)[1]
     ex, ey = jnp.array([1.0, 0.0, 0.0], dt), jnp.array([0.0, 1.0, 0.0], dt)
     v1 = a + jnp.where(jnp.abs(a[0]) < tol, ex, ey)
     v2 = _normalize(jnp.cross(v1, a))[0] * r
     v1 = jnp.cross(v2, a)
     flat_pts = jnp.stack([p + v1, p - v1, p + v2, p - v2])
-    flat_dep = off - flat_pts @ n
-    flat_ok = cap_in & (flat_dep > 0)
+    flat_dep, flat_touch = touching(off - flat_pts @ n, scale)
+    flat_ok = cap_in & flat_touch
     # tilted: the deepest rim point of each cap
     cdir, _ = _normalize(a * na - n)
     tilt_pts = jnp.stack([p1 + r * cdir, p2 + r * cdir, p1, p2])
-    tilt_dep = off - tilt_pts @ n
-    tilt_ok = (jnp.arange(4) < 2) & (tilt_dep >= 0)
+    tilt_dep, tilt_touch = touching(off - tilt_pts @ n, scale)
+    tilt_ok = (jnp.arange(4) < 2) & tilt_touch
     pts = jnp.where(flat, flat_pts, tilt_pts)
     dep = jnp.where(flat, flat_dep, tilt_dep)
     ok = jnp.where(flat, flat_ok, tilt_ok)

@@ -29,8 +29,8 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from .box import _reduce
-from .contact import Contact, GeomWorld
+from .box import _FLAT_REL, _reduce
+from .contact import Contact, GeomWorld, coord_scale, touching
 
 SPHERE_HFIELD_NCON = 4
 BOX_HFIELD_NCON = 4
@@ -73,9 +73,10 @@ def surface(heights, dims, g2: GeomWorld, xy):
 def _points_contacts(pts, heights, dims, g2, ncon):
     """Contacts of sample points (K, 3) under the terrain, reduced to ncon."""
     h, n, inside = surface(heights, dims, g2, pts[:, :2])
-    depth = (h - pts[:, 2]) * n[:, 2]
-    ok = inside & (depth >= 0)
-    sel, sok = _reduce(pts, depth, ok, ncon)
+    depth, touch = touching((h - pts[:, 2]) * n[:, 2], coord_scale(pts, g2.pos, heights))
+    ok = inside & touch
+    extent = 0.5 * jnp.sum(jnp.max(pts, axis=0) - jnp.min(pts, axis=0))
+    sel, sok = _reduce(pts, depth, ok, ncon, _FLAT_REL * extent)
     return Contact(pos=jnp.where(sok[:, None], pts[sel], 0.0),
                    normal=jnp.where(sok[:, None], n[sel], 0.0),
                    depth=jnp.where(sok, depth[sel], 0.0), valid=sok)

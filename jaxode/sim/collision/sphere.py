@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
-from .contact import Contact, GeomWorld, touching
+from .contact import Contact, GeomWorld, coord_scale, touching
 
 SPHERE_PLANE_NCON = 1
 SPHERE_SPHERE_NCON = 1
@@ -83,8 +83,8 @@ def sphere_box_core(c, r, bpos, brot, bsize):
     depth_out = r - d
     pos = jnp.where(outside, q, c)
     normal = jnp.where(outside, n_out, n_in)
-    depth = jnp.where(outside, depth_out, depth_in)
-    valid = depth >= 0
+    depth, valid = touching(jnp.where(outside, depth_out, depth_in),
+                            coord_scale(c, bpos, half) + r)
     return pos, normal, depth, valid
 
 

@@ -76,7 +76,7 @@ from . import contact as ct
 from .capsule import _closest_seg_seg
 from .convex import (_EDGE_ABS, PlacedHull, _clip_plane, _face_manifold, _normalize, box_hull,
                      closest_on_triangles, place, prism_hull)
-from .contact import Contact, GeomWorld, Hull, Mesh
+from .contact import Contact, GeomWorld, Hull, Mesh, coord_scale, touching
 
 SPHERE_TRIMESH_NCON = 4
 CAPSULE_TRIMESH_NCON = 4
@@ -254,15 +254,16 @@ def ball_triangles(tris: Triangles, centre, r):
     n_true = _normalize(d_vec, n)
     convex = kind == _CONVEX
     normal = jnp.where(convex[:, None], n_true, n)
-    depth = jnp.where(convex, r - dist, r - s)
-    touches = dist <= r  # the ball reaches this triangle
+    scale = coord_scale(centre, tris.a, r)  # resting at depth -> 0: touching
+    depth, touch = touching(jnp.where(convex, r - dist, r - s), scale)
+    touches = touching(r - dist, scale)[1]  # the ball reaches this triangle
     # a face contact (flat feature) only where the centre projects onto the
     # triangle: across a flat edge the coplanar neighbour owns it, and a centre
     # projecting beyond the flat region (a ball beside a box mesh, behind this
     # face's plane) must not get this face's normal and depth r - s > r
     lateral = jnp.sqrt(jnp.sum((centre - s[:, None] * n - q) ** 2, -1))
     face_ok = convex | (lateral <= _FLAT_LAT_REL * r)
-    valid = (tris.valid & (kind != _CONCAVE) & touches & (depth >= 0) & face_ok
+    valid = (tris.valid & (kind != _CONCAVE) & touches & touch & face_ok
              & jnp.where(convex, s > 0, s >= -r))
     return q, normal, depth, valid
 
@@ -409,7 +410,9 @@ def hull_triangle(h: PlacedHull, v, n, edge_kind, valid, cones: Cones | None = N
     up = jnp.max(pt, -1) - jnp.min(ph, -1)  # overlap along +u
     down = jnp.max(ph, -1) - jnp.min(pt, -1)  # along -u
     sep_o = jnp.where(par_o, -jnp.minimum(up, down), -_BIG)
-    separated = jnp.maximum(jnp.maximum(sep_t, jnp.max(sep_f)), jnp.max(sep_o)) > 0
+    tscale = coord_scale(h.centre, v, h.extent)  # resting at depth -> 0: touching
+    separated = ~touching(-jnp.maximum(jnp.maximum(sep_t, jnp.max(sep_f)), jnp.max(sep_o)),
+                          tscale)[1]
 
     def overlap(a):  # the triangle's overlap with h along a (from the mesh into h)
         return jnp.max(a @ v.T, -1) - jnp.min(a @ hv.T, -1)
@@ -483,7 +486,7 @@ def hull_triangle(h: PlacedHull, v, n, edge_kind, valid, cones: Cones | None = N
     own_e = d_o.reshape(-1)[bo] <= d_x.reshape(-1)[bx]
     cands = jnp.stack([-sep_t, d_f[bf], d_c.reshape(-1)[bc], d_e])
     kind = jnp.argmax(cands <= jnp.min(cands) + _EDGE_ABS * scale)
-    depth_sat = cands[kind]
+    depth_sat = touching(cands[kind], tscale)[0]
     # contact normals per kind
     n_c = cn.normals.reshape(-1, 3)[bc]
     ie, je = bo // e.shape[0], bo % e.shape[0]
@@ -499,8 +502,8 @@ def hull_triangle(h: PlacedHull, v, n, edge_kind, valid, cones: Cones | None = N
     lh = h.hull.faces.shape[1]
     poly = jnp.concatenate([hv[h.hull.faces[fi]], jnp.zeros((4, 3), dt)])
     poly, cnt = _clip_triangle_prism(poly, h.hull.face_size[fi], v, n, kind == 2)
-    d_t = jnp.max(v @ axis) - poly @ axis
-    ok_t = (jnp.arange(lh + 4) < cnt) & (d_t >= 0)
+    d_t, t_touch = touching(jnp.max(v @ axis) - poly @ axis, tscale)
+    ok_t = (jnp.arange(lh + 4) < cnt) & t_touch
     # the hull's face as the reference, the triangle clipped against it
     p_h, d_h, ok_h = _face_manifold(h, bf, t)
     p_h, d_h, ok_h = (jnp.concatenate([x, jnp.zeros((1,) + x.shape[1:], x.dtype)])

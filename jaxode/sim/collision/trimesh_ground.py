@@ -29,7 +29,7 @@ import jax.numpy as jnp
 
 from .heightfield import _points_contacts
 from .trimesh import reduce_contacts
-from .contact import Contact, GeomWorld
+from .contact import Contact, GeomWorld, coord_scale, touching
 
 TRIMESH_PLANE_NCON = 4
 TRIMESH_HFIELD_NCON = 4
@@ -45,9 +45,9 @@ def trimesh_plane(g1: GeomWorld, g2: GeomWorld, verts, tris) -> Contact:
     deepest first then spread out; 4 slots."""
     v = world_vertices(g1, verts)
     n = g2.rot[:, 2]
-    depth = g2.pos @ n - v @ n
+    depth, touch = touching(g2.pos @ n - v @ n, coord_scale(g1.pos, g2.pos, g1.size[1]))
     normal = jnp.broadcast_to(n, v.shape)
-    return reduce_contacts(v, normal, depth, depth >= 0, TRIMESH_PLANE_NCON, g1.size[1])
+    return reduce_contacts(v, normal, depth, touch, TRIMESH_PLANE_NCON, g1.size[1])
 
 
 def trimesh_heightfield(g1: GeomWorld, g2: GeomWorld, verts, tris, heights, dims) -> Contact:

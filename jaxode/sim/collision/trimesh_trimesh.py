@@ -86,7 +86,7 @@ from .capsule import _closest_seg_seg
 from .convex import _EDGE_ABS, _EDGE_REL, PlacedHull, _face_manifold
 from .trimesh import (_BIG, _CONVEX, _FEATURE_REL, Triangles, _triangle_hull, reduce_contacts,
                       triangle_sat)
-from .contact import Contact, GeomWorld, Hull
+from .contact import Contact, GeomWorld, Hull, coord_scale, touching
 
 TRIMESH_TRIMESH_NCON = 8
 #: A's triangles are gathered from the AABB intersection grown by this
@@ -197,7 +197,9 @@ def prism_triangle(p: PlacedHull, kind_a, corner_a, n_a, v, n, edge_kind, corner
     t = _triangle_hull(v, n)
     scale = p.extent + t.extent
     sep_t, sep_f_all, sep_e_all, u = triangle_sat(p, v, n)
-    separated = jnp.maximum(jnp.maximum(sep_t, jnp.max(sep_f_all)), jnp.max(sep_e_all)) > 0
+    # (resting at depth -> 0 reads a few ulps apart in float32: touching)
+    separated = ~touching(-jnp.maximum(jnp.maximum(sep_t, jnp.max(sep_f_all)), jnp.max(sep_e_all)),
+                          coord_scale(p.centre, v, scale))[1]
     face_a, edge_a = _prism_masks(kind_a)
     sep_f = jnp.where(face_a, sep_f_all, -_BIG)
     sep_e = jnp.where((edge_kind == _CONVEX)[:, None] & edge_a[None, :], sep_e_all, -_BIG)
@@ -217,7 +219,7 @@ def prism_triangle(p: PlacedHull, kind_a, corner_a, n_a, v, n, edge_kind, corner
     qa, qb = _closest_seg_seg(v[ie], v[(ie + 1) % 3], p.verts[e[je, 0]], p.verts[e[je, 1]])
     first = jnp.arange(p_t.shape[0]) == 0
     p_e = jnp.where(first[:, None], 0.5 * (qa + qb), 0.0)
-    d_e = jnp.where(first, -edge_s, 0.0)
+    d_e = jnp.where(first, touching(-edge_s, coord_scale(p.centre, v, scale))[0], 0.0)
     normal = jnp.where(use_edge, -u[ie, je], jnp.where(use_pf, -p.normals[bf], n))
     pos = jnp.where(use_edge, p_e, jnp.where(use_pf, p_p, p_t))
     depth = jnp.where(use_edge, d_e, jnp.where(use_pf, d_p, d_t))
