@@ -19,6 +19,8 @@ import zlib
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from jaxode.sim.collision.contact import TOUCH_ULPS
 import pytest
 from scipy.optimize import minimize
 from scipy.spatial import ConvexHull
@@ -418,9 +420,11 @@ def test_aabb_of_mesh_is_finite(resting):
     gpos, grot = kinematics.geom_poses(model, final.pos, final.quat)
     lo, hi = kinematics.geom_aabbs(model, gpos, grot)
     g = int(model.trimesh_geom[0])
-    # grown by contact.TOUCH_ULPS float32 ulps of 4 m (1.9e-6 m) for touching pairs
-    np.testing.assert_allclose(np.asarray(lo[g]), [-4, -4, 0], atol=4e-6)
-    np.testing.assert_allclose(np.asarray(hi[g]), [4, 4, 0], atol=4e-6)
+    # the mesh's exact extremes grown by the documented pad: TOUCH_ULPS ulps of the
+    # axis's larger coordinate (4 m in x and y, 0 in z)
+    pad = TOUCH_ULPS * np.finfo(np.asarray(lo).dtype).eps * np.array([4.0, 4.0, 0.0])
+    np.testing.assert_allclose(np.asarray(lo[g]), np.array([-4, -4, 0]) - pad, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(hi[g]), np.array([4, 4, 0]) + pad, atol=1e-6)
 
 
 def test_convex_and_cylinder_trimesh_run_and_a_box_hull_is_the_box(x64):

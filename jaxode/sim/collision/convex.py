@@ -457,7 +457,7 @@ def hull_sat(a: PlacedHull, b: PlacedHull) -> Sat:
     face_s, edge_s = sep_f[bf], sup[k]
     use_edge = (-edge_s + _EDGE_ABS * (a.extent + b.extent)) * _EDGE_REL < -face_s
     all_normals = jnp.concatenate([-a.normals, b.normals])  # face normals from b into a
-    normal = jnp.where(use_edge, -_edge_axis(a, b, ie, je), all_normals[bf])
+    normal = jnp.where(use_edge, -axes[k], all_normals[bf])  # the chosen pair's axis
     depth = -jnp.maximum(face_s, edge_s)
     return Sat(sep_f, bf, sep_e, ie, je, depth, normal, use_edge)
 
