@@ -9,7 +9,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 
 from .sphere import _pack, _safe_norm_dir, sphere_box_core, sphere_sphere_core
-from .contact import Contact, GeomWorld
+from .contact import Contact, GeomWorld, coord_scale, touching
 
 CAPSULE_PLANE_NCON = 2
 CAPSULE_SPHERE_NCON = 1
@@ -45,10 +45,11 @@ def capsule_plane(g1: GeomWorld, g2: GeomWorld) -> Contact:
     # ODE: sign = (n.a > 0) ? -1 : 1  -> the lower end cap comes first.
     sign = jnp.where(jnp.dot(n, a) > 0, -1.0, 1.0)
     ends = [c + a * (h * sign), c - a * (h * sign)]
-    depths = [r - jnp.dot(n, e - g2.pos) for e in ends]
+    scale = coord_scale(c, g2.pos, h + r)
+    depths, touch = zip(*(touching(r - jnp.dot(n, e - g2.pos), scale) for e in ends))
     pos = [e - n * r for e in ends]
-    v0 = depths[0] >= 0
-    v1 = v0 & (depths[1] >= 0)
+    v0 = touch[0]
+    v1 = v0 & touch[1]
     return _pack(pos, [n, n], depths, [v0, v1])
 
 

@@ -46,9 +46,8 @@ GEOM_TYPE_NAMES = {PLANE: "plane", SPHERE: "sphere", BOX: "box", CAPSULE: "capsu
 #: its slip allows. :func:`touching` counts a depth down to -TOUCH_ULPS ulps
 #: of the scale as touching, at depth 0 (no correction, only the
 #: no-approach row): within the precision, as ODE in double would see it.
-#: Every resting test uses it: the plane pairs (sphere, box, cylinder,
-#: convex, trimesh; capsule-plane keeps ODE's strict depth >= 0 for now, see
-#: tests/test_touching.py), the face-clipping pairs (box-box, the hull
+#: Every resting test uses it: the plane pairs (sphere, box, capsule,
+#: cylinder, convex, trimesh), the face-clipping pairs (box-box, the hull
 #: pairs, cylinder's SAT pairs, hull and ball against a mesh, mesh-mesh),
 #: the heightfield samples, and the broadphase AABBs are grown by as much
 #: (``kinematics.geom_aabbs``). tests/test_touching.py checks each.
