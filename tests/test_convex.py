@@ -207,8 +207,10 @@ def segment_enters_box(p0, p1, R, size):
 
 def test_box_hull_capsule_contacts_equal_capsule_box_or_are_deeper(box_pairs):
     """capsule_convex follows capsule_box (end balls, a middle point) except
-    (i) a segment entering the box: capsule_box's middle is where the segment
-    enters (depth r), ours the deepest point, so ours is deeper; (ii) both
+    (i) a segment entering the box: capsule_box gives the capsule's exact
+    penetration (the segment's SAT depth + r, tests/test_collision_capsule_libode.py),
+    capsule_convex the ball at the segment's deepest point, which lies in the
+    box (so at least r) and is contained in the capsule (so no deeper); (ii) both
     ends touch and the middle is deeper than the deeper end by 1e-3 (r +
     length/2): ours keeps the middle and the deeper end."""
     ref, c = box_pairs["capsule"]
@@ -220,7 +222,7 @@ def test_box_hull_capsule_contacts_equal_capsule_box_or_are_deeper(box_pairs):
         p0, p1 = g[0][k] - 0.2 * g[1][k][:, 2], g[0][k] + 0.2 * g[1][k][:, 2]
         if segment_enters_box(p0, p1, g[2][k], BOX2):
             n_enter += 1
-            assert c.valid[k][0] and c.depth[k][0] >= ref.depth[k].max() - 1e-12
+            assert c.valid[k][0] and 0.1 - 1e-12 <= c.depth[k][0] <= ref.depth[k].max() + 1e-12
         elif ref.valid[k].all() and c.depth[k][0] > ref.depth[k][0] + margin:
             assert c.valid[k].all()
             np.testing.assert_allclose(c.depth[k][1], ref.depth[k][0], atol=1e-9)
