@@ -18,16 +18,17 @@ Methods
   distance to the closest point over the hull's triangles (Ericson's
   point-triangle regions). Contact at the closest surface point (at the
   centre when the centre is inside), as ODE's sphere-box.
-- capsule-convex: sphere-convex contacts at the two segment ends and at the
-  segment point deepest in (or nearest to) the hull; both ends when both
-  touch (a capsule lying on a face), else the single deepest, except that a
-  middle point deeper than both ends by 1e-3 (r + length / 2) replaces the
-  shallower end (a capsule across an edge or corner; capsule-box keeps the
-  ends there). The deepest point of
-  a segment that enters the hull minimises the largest face-plane distance,
-  a convex piecewise-linear function: bisection on the sign of its slope;
-  the nearest point of a segment outside is exact (segment against every
-  hull edge, the two ends against every triangle).
+- capsule-convex: a segment outside the hull: sphere-convex contacts at
+  the two segment ends and at the segment point nearest to the hull
+  (exact: segment against every hull edge, the two ends against every
+  triangle); both ends when both touch (a capsule lying on a face), else
+  the single deepest, except that a middle point deeper than both ends by
+  1e-3 (r + length / 2) replaces the shallower end (a capsule across an
+  edge or corner; capsule-box keeps the ends there). A segment entering
+  the hull: the exact penetration, the segment's SAT depth over the hull's
+  face normals and the crosses of the axis with the hull's edges, + r,
+  with contacts at the ends of the segment clipped to the hull, as
+  capsule-box.
 - box-, cylinder- and convex-convex: separating-axis test over the face
   normals of both hulls and the cross products of edge pairs that form a
   face of the Minkowski difference (the arcs of the two edges cross on the
@@ -78,7 +79,7 @@ _EPS2 = 1e-24  # squared length under which a direction is undefined
 _PARALLEL2 = 1e-12  # squared sine under which two edges are parallel (as box-box)
 _EDGE_REL = 1.05  # ODE's box-box: an edge axis must be 5 % shallower than the best face
 _EDGE_ABS = 1e-5  # ... plus this fraction of the two shapes' summed half extents
-_BISECT_ITERS = 40
+_EPS_DIR = 1e-12  # |n . d| under which a segment runs parallel to a face plane (capsule-box)
 _EDGE_CANDIDATES = 4  # edge pairs re-measured from the supports (hull_sat)
 
 
@@ -248,23 +249,6 @@ def sphere_convex(g1: GeomWorld, g2: GeomWorld, hull2: Hull) -> Contact:
 
 
 # ------------------------------------------------------------ capsule
-def _deepest_on_segment(h: PlacedHull, c, a, half):
-    """Parameter u in [-half, half] minimising the largest face-plane distance
-    of c + u a (convex, piecewise linear): bisection on its slope."""
-    def slope_up(u):
-        k = jnp.argmax(h.normals @ (c + u * a) - h.offsets)
-        return h.normals[k] @ a > 0
-
-    def body(_, lohi):
-        lo, hi = lohi
-        m = 0.5 * (lo + hi)
-        up = slope_up(m)
-        return jnp.where(up, lo, m), jnp.where(up, m, hi)
-
-    lo, hi = jax.lax.fori_loop(0, _BISECT_ITERS, body, (-half, half))
-    return 0.5 * (lo + hi)
-
-
 def _nearest_on_segment(h: PlacedHull, p0, p1):
     """Point of the segment [p0, p1] nearest to a hull it does not enter:
     the nearest of the segment's closest points to every hull edge and of
@@ -280,18 +264,76 @@ def _nearest_on_segment(h: PlacedHull, p0, p1):
     return cand[jnp.argmin(d)]
 
 
+class _SegmentIn(NamedTuple):
+    """The capsule's segment against a hull it enters (hull frame, relative
+    to the hull's centre): ``inside`` whether the segment meets the open
+    solid; ``lo``, ``hi`` the segment parameters [m] of its part in the hull;
+    ``normal`` (3,) the unit SAT axis, out of the hull; ``depth`` [m] the
+    segment's penetration along it; ``support`` [m] the hull's support
+    along it (the depth of a point x is ``support - normal @ x``)."""
+
+    inside: jax.Array
+    lo: jax.Array
+    hi: jax.Array
+    normal: jax.Array
+    depth: jax.Array
+    support: jax.Array
+
+
+def _segment_in_hull(hull: Hull, o, d, half) -> _SegmentIn:
+    """Segment o + u d, u in [-half, half] (hull frame, o relative to the
+    hull's centre, d unit) against the hull: its part inside (clipped by the
+    face planes) and its exact penetration by the SAT. The Minkowski sum of
+    the hull and the segment is bounded by the hull's face planes and the
+    planes through each hull edge along the segment (normals +-(d x e)), so
+    the least support overlap over these axes is the exact depth. Axes with
+    |d x e| below ``_parallel2`` of |e| are skipped, as ``_edge_pairs``: the
+    face they would bound is a sliver whose neighbours' planes pass within
+    |e| sin of it. Each overlap is measured from the supports along its unit
+    axis, so it is a true overlap whatever the axis's rounding. Padded rows
+    repeat row 0 (see ``Hull``): they repeat a real constraint and axis."""
+    dt = o.dtype
+    cen = hull.centre.astype(dt)
+    verts = hull.verts.astype(dt) - cen
+    normals = hull.normals.astype(dt)
+    room = hull.offsets.astype(dt) - normals @ cen - normals @ o  # >= 0: o under the plane
+    # clipped by each face plane: (normals @ d) u <= room
+    nd = normals @ d
+    ok = jnp.abs(nd) > _EPS_DIR
+    t = room / jnp.where(ok, nd, 1.0)
+    lo = jnp.max(jnp.where(ok & (nd < 0), t, -half).clip(-half, half))
+    hi = jnp.min(jnp.where(ok & (nd > 0), t, half).clip(-half, half))
+    inside = (hi > lo) & jnp.all(ok | (room > 0))
+    e = verts[hull.edges[:, 1]] - verts[hull.edges[:, 0]]
+    u = jnp.cross(d[None], e)
+    u2 = jnp.sum(u * u, -1)
+    uok = u2 > _parallel2(dt) * jnp.sum(e * e, -1)
+    u = u / jnp.sqrt(jnp.where(uok, u2, 1.0))[:, None]
+    axes = jnp.concatenate([normals, u, -u])
+    ax_ok = jnp.concatenate([jnp.ones(normals.shape[0], bool), uok, uok])
+    support = jnp.max(axes @ verts.T, axis=1)
+    ovl = support - axes @ o + half * jnp.abs(axes @ d)
+    k = jnp.argmin(jnp.where(ax_ok, ovl, jnp.inf))
+    return _SegmentIn(inside, lo, hi, axes[k], ovl[k], support[k])
+
+
 def capsule_convex(g1: GeomWorld, g2: GeomWorld, hull2: Hull) -> Contact:
-    """Capsule (g1) vs convex (g2): ball contacts at both ends and at the
-    segment point deepest in (or nearest to) the hull; both ends when both
-    touch (deeper first) unless the middle is clearly deeper (then the
-    middle and the deeper end), else the single deepest; 2 slots."""
+    """Capsule (g1) vs convex (g2); 2 slots.
+
+    Segment outside the hull: ball contacts at both ends and at the segment
+    point nearest to the hull; both ends when both touch (deeper first)
+    unless the middle is clearly deeper (then the middle and the deeper
+    end), else the single deepest. Segment entering the hull: the exact
+    penetration, the segment's SAT depth (``_segment_in_hull``) + r along its
+    axis, with contacts at the ends of the segment clipped to the hull
+    (deeper first, the deepest at least the SAT depth; the second while the
+    clipped part is longer than ``_MID_MARGIN (r + length / 2)``), as
+    capsule_box (jaxode.sim.collision.capsule), which it equals on a box's
+    hull."""
     h = place(hull2, g2.pos, g2.rot)
     c, a, half, r = g1.pos, g1.rot[:, 2], 0.5 * g1.size[1], g1.size[0]
     p0, p1 = c - half * a, c + half * a
-    u = _deepest_on_segment(h, c, a, half)
-    pin = c + u * a
-    enters = jnp.max(h.normals @ pin - h.offsets) <= 0
-    pmid = jnp.where(enters, pin, _nearest_on_segment(h, p0, p1))
+    pmid = _nearest_on_segment(h, p0, p1)
     e0, e1, em = _ball(h, p0, r), _ball(h, p1, r), _ball(h, pmid, r)
     first0 = e0[2] >= e1[2]
     first = [jnp.where(first0, x, y) for x, y in zip(e0, e1)]
@@ -303,6 +345,27 @@ def capsule_convex(g1: GeomWorld, g2: GeomWorld, hull2: Hull) -> Contact:
     mid = both & (em[2] > first[2] + _MID_MARGIN * (r + half))
     slot0 = [jnp.where(mid, m, jnp.where(both, f, s)) for m, f, s in zip(em, first, single)]
     slot1 = [jnp.where(mid, f, s) for f, s in zip(first, second)][:3] + [both]
+
+    # the segment itself in the hull: a ball at one segment point would
+    # under-report the penetration (the rest of the segment stays inside)
+    rot = g2.rot
+    o = rot.T @ (c - g2.pos) - hull2.centre.astype(c.dtype)
+    d = rot.T @ a
+    s = _segment_in_hull(hull2, o, d, half)
+    n_w = rot @ s.normal
+    ends = [jnp.minimum(s.lo, s.hi), jnp.maximum(s.lo, s.hi)]
+    din = [s.support + r - s.normal @ (o + ui * d) for ui in ends]
+    lo_first = din[0] >= din[1]
+    u_sorted = [jnp.where(lo_first, ends[0], ends[1]), jnp.where(lo_first, ends[1], ends[0])]
+    # the deepest is at least the SAT depth (the segment's extreme along the
+    # axis may lie outside the hull, beyond the clipped part)
+    d0 = jnp.maximum(jnp.maximum(din[0], din[1]), s.depth + r)
+    d1 = jnp.minimum(din[0], din[1])
+    two_in = (ends[1] - ends[0]) > _MID_MARGIN * (r + half)
+    in0 = [c + a * u_sorted[0], n_w, d0, jnp.asarray(True)]
+    in1 = [c + a * u_sorted[1], n_w, d1, two_in]
+    slot0 = [jnp.where(s.inside, x, y) for x, y in zip(in0, slot0)]
+    slot1 = [jnp.where(s.inside, x, y) for x, y in zip(in1, slot1)]
     pos, n, depth, valid = (jnp.stack([x, y]) for x, y in zip(slot0, slot1))
     return _finish(pos, n, depth, valid)
 
