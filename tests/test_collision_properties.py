@@ -2,10 +2,11 @@
 must satisfy, on configurations hypothesis draws (and shrinks when one fails).
 
 For every pair kind with an exact penetration depth, convex hulls included (a
-hexagonal prism through the general hull code), and capsule-box (exact also
+hexagonal prism through the general hull code), capsule-box (exact also
 with the segment inside the box: the segment's SAT depth + r; ODE's
 dCollideCapsuleBox collides the capsule's bounding box there, which is not
-the overlap):
+the overlap) and capsule-convex (the same SAT depth with the segment in the
+hull):
 - rigid-motion invariance: moving and turning both geoms together leaves the
   deepest depth unchanged (the normal may differ where the deepest direction
   is not unique, e.g. a sphere at a box's centre);
@@ -62,6 +63,7 @@ CONVEX_PAIRS = {
     "convex-plane": (convex.convex_plane, (0, 0, 0), (0, 0, 0), True, (True, False)),
     "sphere-convex": (convex.sphere_convex, (0.2, 0, 0), (0, 0, 0), False, (False, True)),
     "box-convex": (convex.box_convex, (0.4, 0.3, 0.2), (0, 0, 0), False, (False, True)),
+    "capsule-convex": (convex.capsule_convex, (0.1, 0.4, 0), (0, 0, 0), False, (False, True)),
     "convex-convex": (convex.convex_convex, (0, 0, 0), (0, 0, 0), False, (True, True)),
 }
 PAIRS.update({k: v[:4] for k, v in CONVEX_PAIRS.items()})
