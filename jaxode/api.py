@@ -7,6 +7,7 @@ from typing import Optional
 import jax
 import jax.numpy as jnp
 from jax.custom_batching import custom_vmap
+from jax.extend import core as jax_core
 
 from jaxode.sim import math as jm
 from jaxode import compile_notice, params_spec
@@ -196,10 +197,27 @@ def as_batch_member(fn, model: Model, state: State, params: Params, dt):
             flat[i] = x
         return fn(*jax.tree.unflatten(tree, flat))
 
+    # One Python trace of ``fn`` per call of as_batch_member: the one-world
+    # jaxpr of ``call`` is traced once (per input types) and kept here, and both
+    # the batch of one (custom_vmap's primal, traced when the step is traced)
+    # and the batching rule (traced again when the step is traced under vmap)
+    # batch that jaxpr, instead of tracing the Python step twice. (A jax.jit of
+    # ``call`` would not do: its trace cache keys on the context, and the rule
+    # runs under another abstract mesh than the primal.)
+    jaxprs: dict = {}
+
+    def one_world(*f):
+        key = tuple(jax.typeof(x) for x in f)
+        if key not in jaxprs:
+            jaxpr, shapes = jax.make_jaxpr(lambda *g: call(g), return_shape=True)(*f)
+            jaxprs[key] = jaxpr, jax.tree.structure(shapes)
+        jaxpr, out_tree = jaxprs[key]
+        return jax.tree.unflatten(out_tree, jax_core.jaxpr_as_fun(jaxpr)(*f))
+
     def alone(*flat):
         axes = [None] * nm + [0] * (ns + npar) + [None] * (len(flat) - nm - ns - npar)
         one = [x if ax is None else jnp.expand_dims(x, 0) for x, ax in zip(flat, axes)]
-        out = jax.vmap(lambda *f: call(f), in_axes=axes)(*one)
+        out = jax.vmap(one_world, in_axes=axes)(*one)
         return jax.tree.map(lambda x: x[0], out)
 
     run = custom_vmap(alone)
@@ -207,7 +225,7 @@ def as_batch_member(fn, model: Model, state: State, params: Params, dt):
     @run.def_vmap
     def rule(axis_size, in_batched, *flat):
         axes = [0 if b else None for b in in_batched]
-        out = jax.vmap(lambda *f: call(f), in_axes=axes, axis_size=axis_size)(*flat)
+        out = jax.vmap(one_world, in_axes=axes, axis_size=axis_size)(*flat)
         return out, jax.tree.map(lambda _: True, out)
 
     @jax.custom_jvp
