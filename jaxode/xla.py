@@ -57,7 +57,8 @@ different machines keeps one folder per kind of CPU. Entries are not evicted
 (JAX's ``jax_compilation_cache_max_size``, -1: no limit; a bench scene's
 rollout is 0.4-0.8 MB); delete the folder to clear it.
 
-Nothing is changed when the cache folder is set already (``jax.config`` or
+Nothing is changed when the folder cannot be created or written (a
+read-only home: ``cache_reason`` says so), when the cache folder is set already (``jax.config`` or
 ``JAX_COMPILATION_CACHE_DIR``) or JAX's cache is switched off
 (``JAX_ENABLE_COMPILATION_CACHE=false``). ``JAXODE_XLA_CACHE=0`` leaves the
 cache off; ``JAXODE_XLA_CACHE=/some/folder`` uses that folder (as is, no
@@ -152,6 +153,16 @@ def configure_cache() -> str | None:
         return None
     path = choice if choice and choice.lower() not in ("1", "true", "yes", "on") \
         else default_cache_dir()
+    # A folder that cannot be made or written (read-only home) leaves the cache off
+    # here, once, instead of JAX warning at every compile.
+    try:
+        os.makedirs(path, exist_ok=True)
+        writable = os.access(path, os.W_OK | os.X_OK)
+    except OSError as e:
+        writable, path = False, f"{path} ({e.strerror})"
+    if not writable:
+        _applied.update(cache_dir=None, cache_reason=f"cannot write {path}: cache left off")
+        return None
     jax.config.update("jax_compilation_cache_dir", path)
     _applied.update(cache_dir=path, cache_reason=f"set at import ({CACHE_ENV}={choice})"
                     if choice else "set at import")

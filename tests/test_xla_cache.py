@@ -50,9 +50,11 @@ def test_default_folder_is_per_user_and_per_cpu(clean_cache_config, tmp_path):
     assert tag == xla.cpu_tag() and tag.rsplit("-", 1)[1].isalnum() and len(tag.rsplit("-")[-1]) == 8
 
 
-def test_home_cache_without_xdg(clean_cache_config):
+def test_home_cache_without_xdg(clean_cache_config, tmp_path):
+    clean_cache_config.setenv("HOME", str(tmp_path))  # expanduser reads HOME on POSIX
     path = xla.configure_cache()
     assert path == os.path.join(os.path.expanduser("~"), ".cache", "jaxode", "xla", xla.cpu_tag())
+    assert path.startswith(str(tmp_path)) and os.path.isdir(path)
 
 
 @pytest.mark.parametrize("value", ["0", "off", "false"])
@@ -68,6 +70,14 @@ def test_a_folder_named_in_the_variable_is_used_as_is(clean_cache_config, tmp_pa
     clean_cache_config.setenv(xla.CACHE_ENV, str(tmp_path / "mine"))
     assert xla.configure_cache() == str(tmp_path / "mine")
     assert jax.config.jax_compilation_cache_dir == str(tmp_path / "mine")
+
+
+def test_a_folder_that_cannot_be_made_leaves_the_cache_off(clean_cache_config, tmp_path):
+    (tmp_path / "afile").write_text("not a folder")
+    clean_cache_config.setenv("XDG_CACHE_HOME", str(tmp_path / "afile"))
+    assert xla.configure_cache() is None
+    assert jax.config.jax_compilation_cache_dir is None
+    assert "cannot write" in xla.status()["cache_reason"]
 
 
 def test_a_users_folder_is_kept(clean_cache_config, tmp_path):
