@@ -19,7 +19,6 @@ from pathlib import Path
 import jax
 import pytest
 
-import jaxode
 from jaxode import xla
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -125,7 +124,8 @@ print(json.dumps({"hits": rollout_hits, "sha": h.hexdigest(), "cache_dir": jaxod
 
 def _run(cache, **env_extra):
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    paths = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + paths)
     env.pop("JAX_COMPILATION_CACHE_DIR", None)
     env[xla.CACHE_ENV] = str(cache)
     env["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"  # cache every program, however quick
