@@ -41,7 +41,7 @@ persistent compilation cache (``jax_compilation_cache_dir``) at a per-user
 folder, ``$XDG_CACHE_HOME/jaxode/xla/<cpu>`` (``~/.cache/jaxode/xla/<cpu>``
 when ``XDG_CACHE_HOME`` is unset), so a second process (a notebook restart,
 the next training run) loads a compiled step from disk instead of running XLA
-again: the bench scenes' first call went from 5-15 s to 1.7-3.3 s of CPU time
+again: the bench scenes' first call went from 6-16 s to 1.5-2.5 s of CPU time
 (trace and lowering remain; bench/RESULTS.md, session 14), with bitwise the same
 results. Loading an entry makes XLA log one line on stderr ("Assume version
 compatibility. PjRt-IFRT does not track XLA executable versions."). JAX caches a program only if
