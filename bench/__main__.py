@@ -51,6 +51,10 @@ if "xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", "")
     os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_"
                                f"device_count={_cpu_devices_from_argv(sys.argv)}").strip()
 
+# "compile s" is XLA's compile, not a load from jaxode's persistent compilation cache
+# (jaxode/xla.py) that an earlier run filled: the cache stays off here unless asked for.
+os.environ.setdefault("JAXODE_XLA_CACHE", "0")
+
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
 

@@ -31,10 +31,14 @@ import sys
 import time
 from pathlib import Path
 
-import jax
-import numpy as np
+# The compile time reported is XLA's, not a load from jaxode's persistent
+# compilation cache (jaxode/xla.py): off here unless asked for.
+os.environ.setdefault("JAXODE_XLA_CACHE", "0")
 
-import jaxode
+import jax  # noqa: E402
+import numpy as np  # noqa: E402
+
+import jaxode  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DT = 0.01

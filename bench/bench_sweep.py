@@ -16,11 +16,15 @@ import argparse
 import os
 import time
 
-import jax
-import numpy as np
+# "first call" is a compile, not a load from jaxode's persistent compilation cache
+# (jaxode/xla.py) that an earlier run filled: off here unless asked for.
+os.environ.setdefault("JAXODE_XLA_CACHE", "0")
 
-import jaxode
-from jaxode.tools import metrics as M
+import jax  # noqa: E402
+import numpy as np  # noqa: E402
+
+import jaxode  # noqa: E402
+from jaxode.tools import metrics as M  # noqa: E402
 
 
 def resting_box() -> jaxode.Model:

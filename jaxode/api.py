@@ -7,6 +7,7 @@ from typing import Optional
 import jax
 import jax.numpy as jnp
 from jax.custom_batching import custom_vmap
+from jax.extend import core as jax_core
 
 from jaxode.sim import math as jm
 from jaxode import compile_notice, params_spec
@@ -178,6 +179,8 @@ def as_batch_member(fn, model: Model, state: State, params: Params, dt):
     one and in any batch (with FMA contraction off, see :mod:`jaxode.xla`):
     XLA compiles an unbatched program differently (other fusions, other
     rounding). Derivatives (forward and reverse) go through the batch of one.
+    (``step``/``rollout`` called straight under a jitted vmap skip this and
+    trace the rule's vmap directly, see :func:`_in_traced_vmap`.)
     """
     # The model's arrays travel as arguments too (a custom_vmap function may not
     # close over traced values). The batch of one batches the state and the
@@ -186,20 +189,29 @@ def as_batch_member(fn, model: Model, state: State, params: Params, dt):
     nm, ns, npar = (len(jax.tree.leaves(x)) for x in (model, state, params))
 
     def call(flat):
-        # An optimisation barrier on the float inputs: a model, params or state
-        # that a caller's jit closes over are constants there, and XLA's constant
-        # folding evaluates what depends only on them with its own arithmetic.
-        floats = [i for i, x in enumerate(flat) if jnp.issubdtype(jnp.result_type(x), jnp.floating)]
-        held = jax.lax.optimization_barrier([flat[i] for i in floats])
-        flat = list(flat)
-        for i, x in zip(floats, held):
-            flat[i] = x
-        return fn(*jax.tree.unflatten(tree, flat))
+        return _barrier_call(fn, jax.tree.unflatten(tree, list(flat)))
+
+    # One Python trace of ``fn`` per call of as_batch_member: the one-world
+    # jaxpr of ``call`` is traced once (per input types) and kept here, and both
+    # the batch of one (custom_vmap's primal, traced when the step is traced)
+    # and the batching rule (traced again when the step is traced under vmap)
+    # batch that jaxpr, instead of tracing the Python step twice. (A jax.jit of
+    # ``call`` would not do: its trace cache keys on the context, and the rule
+    # runs under another abstract mesh than the primal.)
+    jaxprs: dict = {}
+
+    def one_world(*f):
+        key = tuple(jax.typeof(x) for x in f)
+        if key not in jaxprs:
+            jaxpr, shapes = jax.make_jaxpr(lambda *g: call(g), return_shape=True)(*f)
+            jaxprs[key] = jaxpr, jax.tree.structure(shapes)
+        jaxpr, out_tree = jaxprs[key]
+        return jax.tree.unflatten(out_tree, jax_core.jaxpr_as_fun(jaxpr)(*f))
 
     def alone(*flat):
         axes = [None] * nm + [0] * (ns + npar) + [None] * (len(flat) - nm - ns - npar)
         one = [x if ax is None else jnp.expand_dims(x, 0) for x, ax in zip(flat, axes)]
-        out = jax.vmap(lambda *f: call(f), in_axes=axes)(*one)
+        out = jax.vmap(one_world, in_axes=axes)(*one)
         return jax.tree.map(lambda x: x[0], out)
 
     run = custom_vmap(alone)
@@ -207,7 +219,7 @@ def as_batch_member(fn, model: Model, state: State, params: Params, dt):
     @run.def_vmap
     def rule(axis_size, in_batched, *flat):
         axes = [0 if b else None for b in in_batched]
-        out = jax.vmap(lambda *f: call(f), in_axes=axes, axis_size=axis_size)(*flat)
+        out = jax.vmap(one_world, in_axes=axes, axis_size=axis_size)(*flat)
         return out, jax.tree.map(lambda _: True, out)
 
     @jax.custom_jvp
@@ -244,6 +256,8 @@ def step(model: Model, state: State, dt, params: Optional[Params] = None) -> Sta
     batch untouched.
     """
     p = _check_inputs(model, state, params, dt)
+    if _in_traced_vmap((model, state, p, dt)):
+        return _barrier_call(_step_one, (model, state, p, jnp.asarray(dt)))
     with compile_notice.notice(f"step ({_scene_text(model)})",
                                enabled=_concrete(state)):
         return _step(model, state, p, dt)
@@ -310,10 +324,55 @@ def rollout(model: Model, state: State, n_steps: int, dt, params: Optional[Param
         raise ValueError(f"checkpoint_every must be None (off) or an integer >= 1 steps per "
                          f"checkpointed block (got {checkpoint_every!r})")
     p = _check_inputs(model, state, params, dt)
+    if _in_traced_vmap((model, state, p, dt)):
+        fn = functools.partial(_rollout_one, n_steps=n_steps, checkpoint_every=checkpoint_every)
+        return _barrier_call(fn, (model, state, p, jnp.asarray(dt)))
     with compile_notice.notice(f"rollout ({_scene_text(model)}, {n_steps} steps)",
                                enabled=_concrete(state)):
         return _rollout(model, state, p, dt, n_steps=n_steps,
                         checkpoint_every=checkpoint_every)
+
+
+def _in_traced_vmap(tree) -> bool:
+    """True when ``step``/``rollout`` is called directly under a caller's
+    ``jax.vmap`` (batch axis 0) that a ``jit`` (or ``shard_map``) traces, with
+    no other transformation between: then :func:`as_batch_member`'s batching
+    rule is what would run, and the call traces it directly (:func:`_barrier_call`
+    on the vmap's tracers: the same batched program, bitwise the same results)
+    instead of also tracing the batch of one that ``custom_vmap`` needs for its
+    primal (~0.8 s of the 2.5 s trace of ``boxes`` at 1,024 worlds, bench/RESULTS.md
+    session 14). Anything else (an eager vmap, which must stay jitted; nested
+    vmaps; jvp/grad inside the vmap; another batch axis) or JAX internals that
+    moved: False, the :func:`as_batch_member` path."""
+    try:
+        from jax._src.interpreters.batching import BatchTracer
+        from jax._src.interpreters.partial_eval import DynamicJaxprTracer
+    except ImportError:  # JAX moved its tracers: the general path
+        return False
+    found = False
+    for x in jax.tree.leaves(tree):
+        if isinstance(x, BatchTracer):
+            if getattr(x, "batch_dim", None) != 0 \
+                    or not isinstance(getattr(x, "val", None), DynamicJaxprTracer):
+                return False
+            found = True
+        elif isinstance(x, jax.core.Tracer) and not isinstance(x, DynamicJaxprTracer):
+            return False
+    return found
+
+
+def _barrier_call(fn, args):
+    """``fn(*args)`` with the float leaves of ``args`` through one optimisation
+    barrier: a model, params or state that a caller's jit closes over are
+    constants there, and XLA's constant folding evaluates what depends only on
+    them with its own arithmetic."""
+    flat, tree = jax.tree.flatten(args)
+    floats = [i for i, x in enumerate(flat) if jnp.issubdtype(jnp.result_type(x), jnp.floating)]
+    held = jax.lax.optimization_barrier([flat[i] for i in floats])
+    flat = list(flat)
+    for i, x in zip(floats, held):
+        flat[i] = x
+    return fn(*jax.tree.unflatten(tree, flat))
 
 
 def _scene_text(model: Model) -> str:

@@ -36,14 +36,46 @@ a step in about 60 % of the time but runs ``chain`` at 1024 worlds 42 % slower
 (33,500 against 58,000 world-steps/s, measured 2026-11-24); the test suite
 uses it (tests/fast_compile.py), where compile time is what counts.
 
+**Persistent compilation cache.** ``import jaxode`` also points JAX's
+persistent compilation cache (``jax_compilation_cache_dir``) at a per-user
+folder, ``$XDG_CACHE_HOME/jaxode/xla/<cpu>`` (``~/.cache/jaxode/xla/<cpu>``
+when ``XDG_CACHE_HOME`` is unset), so a second process (a notebook restart,
+the next training run) loads a compiled step from disk instead of running XLA
+again: the bench scenes' first call went from 6-16 s to 1.5-2.5 s of CPU time
+(trace and lowering remain; bench/RESULTS.md, session 14), with bitwise the same
+results. Loading an entry makes XLA log one line on stderr ("Assume version
+compatibility. PjRt-IFRT does not track XLA executable versions."). JAX caches a program only if
+it took at least ``jax_persistent_cache_min_compile_time_secs`` (JAX's default,
+1 s) to compile. The entry's key is JAX's: a hash of the lowered program (its
+dtypes, so x64 on or off differ), the jaxlib version, the platform, every
+flag in ``XLA_FLAGS`` (the no-FMA ISA cap and the small-loop threshold
+above included: a program compiled under other flags is compiled again, not
+loaded) and the compile options. JAX does not hash which CPU it compiled for
+(XLA emits code for the host's instruction set), so ``<cpu>`` is a short hash
+of the processor's model and feature flags: a home directory shared by
+different machines keeps one folder per kind of CPU. Entries are not evicted
+(JAX's ``jax_compilation_cache_max_size``, -1: no limit; a bench scene's
+rollout is 0.4-0.8 MB); delete the folder to clear it.
+
+Nothing is changed when the folder cannot be created or written (a
+read-only home: ``cache_reason`` says so), when the cache folder is set already (``jax.config`` or
+``JAX_COMPILATION_CACHE_DIR``) or JAX's cache is switched off
+(``JAX_ENABLE_COMPILATION_CACHE=false``). ``JAXODE_XLA_CACHE=0`` leaves the
+cache off; ``JAXODE_XLA_CACHE=/some/folder`` uses that folder (as is, no
+``<cpu>`` subfolder). :func:`status` says which folder is in use
+(``cache_dir``, None when off) and why (``cache_reason``).
+
 Set ``JAXODE_XLA_DEFAULTS=0`` to leave ``XLA_FLAGS`` alone. If JAX started
 before jaxode was imported, nothing is changed: :func:`status` says what is in
 effect (one CPU device: a batch runs on one core; FMA on: a world alone may
 differ from the same world in a batch in the last bits, which float32 chaos
-grows). Import jaxode first, or set the flags yourself.
+grows). Import jaxode first, or set the flags yourself. The cache folder is
+set either way (JAX opens it at its first compile that uses it), and
+``JAXODE_XLA_DEFAULTS`` does not touch it.
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import platform
 
@@ -54,8 +86,11 @@ EXTRA_OPTIONS_FLAG = "--xla_backend_extra_options"
 SMALL_LOOP_OPTION = "xla_cpu_small_while_loop_byte_threshold"
 SMALL_LOOP_BYTES = 100_000
 
-# What configure() did: flags added, or why none were.
-_applied: dict = {"flags": [], "reason": "not run"}
+CACHE_ENV = "JAXODE_XLA_CACHE"
+_OFF = ("0", "false", "no", "off")
+
+# What configure() did: flags added, or why none were; the cache folder set, or why none.
+_applied: dict = {"flags": [], "reason": "not run", "cache_dir": None, "cache_reason": "not run"}
 
 
 def _backends_started() -> bool:
@@ -70,9 +105,80 @@ def _x86() -> bool:
     return platform.machine().lower() in ("x86_64", "amd64", "i686", "x86")
 
 
+def cpu_tag() -> str:
+    """``<machine>-<8 hex>``: the architecture and a hash of the processor's model
+    and feature flags (``/proc/cpuinfo`` on Linux, else :func:`platform.processor`),
+    naming one cache folder per kind of CPU (XLA's CPU code targets the host)."""
+    ident = platform.processor() or ""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            lines = f.read().splitlines()
+        keys = ("model name", "flags", "Features", "CPU implementer", "CPU part", "isa")
+        seen = {}
+        for line in lines:
+            k, _, v = line.partition(":")
+            k = k.strip()
+            if k in keys and k not in seen:
+                seen[k] = v.strip()
+        if seen:
+            ident = repr(sorted(seen.items()))
+    except OSError:
+        pass
+    digest = hashlib.sha256(ident.encode("utf-8")).hexdigest()[:8]
+    return f"{platform.machine().lower() or 'cpu'}-{digest}"
+
+
+def default_cache_dir() -> str:
+    """``$XDG_CACHE_HOME/jaxode/xla/<cpu_tag()>``, ``~/.cache/...`` without XDG_CACHE_HOME."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "jaxode", "xla", cpu_tag())
+
+
+def configure_cache() -> str | None:
+    """Point JAX's persistent compilation cache at jaxode's folder (module
+    docstring) unless ``JAXODE_XLA_CACHE=0``, a folder is set already or JAX's
+    cache is switched off. Returns the folder set (None when nothing was set)."""
+    import jax
+
+    choice = os.environ.get(CACHE_ENV, "").strip()
+    if choice.lower() in _OFF:
+        _applied.update(cache_dir=None, cache_reason=f"{CACHE_ENV}={choice}")
+        return None
+    if jax.config.jax_compilation_cache_dir:
+        _applied.update(cache_dir=jax.config.jax_compilation_cache_dir,
+                        cache_reason="set before jaxode was imported (left as it was)")
+        return None
+    if not jax.config.jax_enable_compilation_cache:
+        _applied.update(cache_dir=None, cache_reason="jax_enable_compilation_cache is False")
+        return None
+    path = choice if choice and choice.lower() not in ("1", "true", "yes", "on") \
+        else default_cache_dir()
+    # A folder that cannot be made or written (read-only home) leaves the cache off
+    # here, once, instead of JAX warning at every compile.
+    try:
+        os.makedirs(path, exist_ok=True)
+        writable = os.access(path, os.W_OK | os.X_OK)
+    except OSError as e:
+        writable, path = False, f"{path} ({e.strerror})"
+    if not writable:
+        _applied.update(cache_dir=None, cache_reason=f"cannot write {path}: cache left off")
+        return None
+    jax.config.update("jax_compilation_cache_dir", path)
+    _applied.update(cache_dir=path, cache_reason=f"set at import ({CACHE_ENV}={choice})"
+                    if choice else "set at import")
+    return path
+
+
 def configure() -> list[str]:
-    """Add jaxode's XLA flags (module docstring) if JAX's backends have not started.
+    """Add jaxode's XLA flags (module docstring) if JAX's backends have not started,
+    then set up the compilation cache (:func:`configure_cache`).
     Returns the flags added (none when disabled, already set or too late)."""
+    added = _configure_flags()
+    configure_cache()
+    return added
+
+
+def _configure_flags() -> list[str]:
     if os.environ.get("JAXODE_XLA_DEFAULTS", "1").strip().lower() in ("0", "false", "no", "off"):
         _applied.update(flags=[], reason="JAXODE_XLA_DEFAULTS=0")
         return []
@@ -94,8 +200,9 @@ def configure() -> list[str]:
 
 
 def status() -> dict:
-    """What is in effect: CPU devices, whether FMA contraction is off, and what
-    :func:`configure` did (``flags`` added and ``reason``)."""
+    """What is in effect: CPU devices, whether FMA contraction is off, what
+    :func:`configure` did (``flags`` added and ``reason``), and the persistent
+    compilation cache's folder (``cache_dir``, None when off; ``cache_reason``)."""
     import jax
 
     flags = os.environ.get("XLA_FLAGS", "")
@@ -104,4 +211,8 @@ def status() -> dict:
     except RuntimeError:
         ncpu = 0
     no_fma = _x86() and f"{MAX_ISA_FLAG}={NO_FMA_ISA}" in flags
-    return {"cpu_devices": ncpu, "fma_off": no_fma, "xla_flags": flags, **_applied}
+    out = {"cpu_devices": ncpu, "fma_off": no_fma, "xla_flags": flags, **_applied}
+    # what is in effect now (a user may have changed it after the import)
+    out["cache_dir"] = jax.config.jax_compilation_cache_dir \
+        if jax.config.jax_enable_compilation_cache else None
+    return out

@@ -1,0 +1,69 @@
+"""The Python step is traced once per first call, alone and under a jitted vmap.
+
+``as_batch_member`` (jaxode/api.py) runs a world as a batch of one through a
+``custom_vmap``; before session 14 (bench/RESULTS.md) the step's Python ran
+twice under ``jit(vmap(rollout))``, once for the custom_vmap's primal and once
+for its batching rule. Truth: the number of times the Python step function
+(``guarded_step``) is entered while JAX traces, counted directly; only tracing
+happens here (``jit(...).trace``), nothing compiles. That the results stay
+bitwise the same is tests/test_batch_invariance.py's check.
+"""
+import jax
+import jax.numpy as jnp
+import pytest
+
+import jaxode
+from jaxode import api
+
+
+@pytest.fixture(scope="module")
+def scene():
+    b = jaxode.WorldBuilder(gravity=(0.0, 0.0, -9.81))
+    b.add_plane()
+    i = b.add_body(pos=(0.0, 0.0, 0.2), mass=jaxode.mass.box((0.2, 0.2, 0.2), total=1.0))
+    b.add_box((0.2, 0.2, 0.2), body=i)
+    return b.build()
+
+
+@pytest.fixture
+def count(monkeypatch):
+    calls = []
+    real = api.guarded_step
+
+    def counted(*a, **k):
+        calls.append(1)
+        return real(*a, **k)
+
+    monkeypatch.setattr(api, "guarded_step", counted)
+    return calls
+
+
+def test_rollout_under_jit_vmap_traces_the_step_once(scene, count):
+    s, p = jaxode.batch(jaxode.init(scene), 4), jaxode.batch(scene.params, 4)
+    jax.jit(jax.vmap(lambda s, p: jaxode.rollout(scene, s, 3, 0.01, params=p)[0])).trace(s, p)
+    assert len(count) == 1
+
+
+def test_step_under_jit_vmap_and_alone_trace_once(scene, count):
+    s, p = jaxode.batch(jaxode.init(scene), 4), jaxode.batch(scene.params, 4)
+    jax.jit(jax.vmap(lambda s, p: jaxode.step(scene, s, 0.01, params=p))).trace(s, p)
+    assert len(count) == 1
+    jax.jit(lambda s: jaxode.rollout(scene, s, 3, 0.01)[0]).trace(jaxode.init(scene))
+    assert len(count) == 2
+
+
+def test_only_a_jitted_vmap_takes_the_direct_path():
+    seen = []
+
+    def probe(x):
+        seen.append(api._in_traced_vmap((x,)))
+        return x
+
+    x = jnp.ones((3, 2))
+    jax.jit(jax.vmap(probe)).trace(x)         # jitted vmap, batch axis 0: direct
+    jax.vmap(probe)(x)                        # eager vmap: stays on the jitted path
+    jax.jit(jax.vmap(probe, in_axes=1)).trace(x)             # other batch axis
+    jax.jit(jax.vmap(jax.vmap(probe))).trace(jnp.ones((3, 2, 2)))  # nested vmaps
+    jax.jit(jax.vmap(lambda x: jax.jvp(probe, (x,), (x,))[0])).trace(x)  # jvp inside
+    jax.jit(probe).trace(x)                   # no vmap
+    assert seen == [True, False, False, False, False, False]
