@@ -172,6 +172,7 @@ class Model:
     body_auto_disable_samples: jax.Array = None
     auto_disable_buffer: int = static_field(default=1)
     reorder: str = static_field(default="joints")
+    sweep_tile: int = static_field(default=-1)
 
 
 #: Model.reorder values: which rows pgs shuffles (docs/ODE_FEATURES.md 6)

@@ -29,6 +29,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.custom_batching import custom_vmap
 
 from jaxode.sim.constraint import Rows
@@ -118,8 +119,43 @@ def _to_world_minor(x, batched: bool, w: int):
     return jnp.broadcast_to(x[..., None], x.shape + (w,))
 
 
+# Model.sweep_tile's default: choose the tile from the batch and the rows (tile_worlds).
+AUTO = -1
+
+
+# AUTO's tile (worlds): measured fastest for boxes (216 rows) and stack (528) (bench/RESULTS.md, session 14)
+AUTO_TILE = 16
+
+
+def auto_tile(nrows: int) -> int:
+    """AUTO's worlds per tile for worlds of ``nrows`` rows."""
+    return AUTO_TILE
+
+
+def check_tile(tile) -> int:
+    """``Model.sweep_tile`` validated: AUTO (-1), 0 (untiled) or at least
+    ``MIN_WORLDS`` worlds (a tile of one world would round differently)."""
+    if isinstance(tile, (bool, np.bool_)) or not isinstance(tile, (int, np.integer)) or not (
+            tile in (AUTO, 0) or tile >= MIN_WORLDS):
+        raise ValueError(f"model.sweep_tile must be {AUTO} (auto), 0 (untiled) or an integer "
+                         f">= {MIN_WORLDS} (worlds per tile of the batched sweeps) "
+                         f"(got {tile!r})")
+    return int(tile)
+
+
+def tile_worlds(tile: int, w: int, nrows: int):
+    """Worlds per tile of a batch of ``w`` worlds with ``nrows`` rows each
+    (module docstring), or None: the whole batch in one sweep loop.
+    ``tile``: ``Model.sweep_tile`` (0: untiled, AUTO, or the worlds per tile)."""
+    if tile == AUTO:
+        tile = auto_tile(nrows)
+    if not tile or w <= tile:
+        return None
+    return int(tile)
+
+
 @functools.lru_cache(maxsize=None)
-def solver(sweeps, iterations: int, block: int, cone: bool, **options):
+def solver(sweeps, iterations: int, block: int, cone: bool, tile: int = AUTO, **options):
     """One world's solve ``f(*idx, *data) -> (lambda_head, lambda_tail, fc)`` (module
     docstring); ``sweeps`` a solver's sweep function, ``options`` its static options.
     ``idx``/``data``: one world's :class:`Inputs`."""
@@ -141,6 +177,9 @@ def solver(sweeps, iterations: int, block: int, cone: bool, **options):
         idx, data = args[:NIDX], args[NIDX:]
 
         def shared(idx):
+            t = tile_worlds(tile, axis_size, data[0].shape[-2] + data[len(ROW_FIELDS)].shape[-2])
+            if t:
+                return _tiled(idx, t)
             wm = tuple(_to_world_minor(d, b, axis_size) for d, b in zip(data, in_batched[NIDX:]))
             if axis_size < MIN_WORLDS:
                 wm = tuple(jnp.concatenate([d] * MIN_WORLDS, axis=-1) for d in wm)
@@ -151,6 +190,28 @@ def solver(sweeps, iterations: int, block: int, cone: bool, **options):
             wm = jax.lax.optimization_barrier(wm)
             out = sweeps(_problem(idx, wm), iterations, block, cone, live=True, **options)
             return tuple(jnp.moveaxis(o[..., :axis_size], -1, 0) for o in out)
+
+        def _tiled(idx, t):
+            # the batch in tiles of t worlds, (tiles, ..., t), swept one tile after another
+            n = -(-axis_size // t)
+
+            def tiles(d, b):
+                if not b:
+                    return jnp.broadcast_to(d[None, ..., None], (n,) + d.shape + (t,))
+                if n * t > axis_size:  # pad with copies of the last world
+                    d = jnp.concatenate([d, jnp.broadcast_to(d[-1:], (n * t - axis_size,)
+                                                             + d.shape[1:])], axis=0)
+                return jnp.moveaxis(d.reshape((n, t) + d.shape[1:]), 1, -1)
+
+            wm = jax.lax.optimization_barrier(
+                tuple(tiles(d, b) for d, b in zip(data, in_batched[NIDX:])))
+
+            def one_tile(tile):
+                return sweeps(_problem(idx, tile), iterations, block, cone, live=True, **options)
+
+            out = jax.lax.map(one_tile, wm)
+            return tuple(jnp.moveaxis(o, -1, 1).reshape((n * t,) + o.shape[1:-1])[:axis_size]
+                         for o in out)
 
         if in_batched[NIDX - 1]:
             # One step number for the batch (world 0's), as ODE's one global
