@@ -117,7 +117,13 @@ class Model:
     Solver: iterations (QuickStep iterations, static), solver name, reorder_seed
       (the seed of ODE's generator for pgs' row shuffles, static), reorder
       (which rows pgs shuffles: "joints" or "ode", static; see
-      docs/ODE_FEATURES.md 6).
+      docs/ODE_FEATURES.md 6); sweep_tile (static): worlds per tile when a
+      batch's sweeps run tile after tile (-1, the default: 32 for batches of
+      more than 32 worlds; 0: the whole batch in one loop; an integer >= 2:
+      that tile). A tile's row loops are small enough for XLA CPU to compile
+      them as one function (jaxode/xla.py's small-loop option): the solve at
+      1024 worlds ran in 41-56 % of the untiled time (bench/RESULTS.md,
+      session 14). Every tile size gives bitwise the same results.
     Friction features (static, set by the builder so that unused features cost
     nothing): friction_cone (some pair uses the cone model), angular_friction
     (some surface has rolling or spinning friction: three extra rows per contact),

@@ -106,12 +106,12 @@ def test_tiled_solve_is_bitwise_the_untiled_one_and_each_world_alone(name, x64):
 
 def test_sweep_tile_resolution():
     # AUTO picks a tile for batches larger than it; a batch no larger than the tile is untiled
-    t = batching.auto_tile(100)
+    t = batching.AUTO_TILE
     assert t >= 2
-    assert batching.tile_worlds(batching.AUTO, t, 100) is None
-    assert batching.tile_worlds(batching.AUTO, t + 1, 100) == t
-    assert batching.tile_worlds(0, 1024, 100) is None
-    assert batching.tile_worlds(8, 1024, 100) == 8
+    assert batching.tile_worlds(batching.AUTO, t) is None
+    assert batching.tile_worlds(batching.AUTO, t + 1) == t
+    assert batching.tile_worlds(0, 1024) is None
+    assert batching.tile_worlds(8, 1024) == 8
 
 
 def test_bad_sweep_tile_is_refused_with_its_value():

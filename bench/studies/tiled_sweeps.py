@@ -39,6 +39,9 @@ def main(argv=None):
     ap.add_argument("--threshold", type=float, default=None,
                     help="xla_cpu_small_while_loop_byte_threshold (default: jaxode's)")
     ap.add_argument("--stage", default="solve", choices=("solve", "step"))
+    ap.add_argument("--outer", type=int, nargs="*", default=[],
+                    help="with --stage step: also the whole step in tiles of these many worlds "
+                    "(lax.map over jit(vmap(step)) of each tile; sweeps untiled inside)")
     ap.add_argument("--iterations", type=int, nargs="*", default=None,
                     help="solve with these iterations (rows made with the scene's 20); "
                     "two values: also ns per active row-world per sweep from their difference")
@@ -88,12 +91,23 @@ def main(argv=None):
             return lambda s, p: pipeline.physics_step(m, s, p, dt)
         fargs = (rows, bodies, params, states.time) if args.stage == "solve" else (states, params)
 
+        def outer(it, t):
+            step = jax.vmap(fn(it, 0))
+            n = args.batch // t
+
+            def f(s, p):
+                tiles = jax.tree.map(lambda x: x.reshape((n, t) + x.shape[1:]), (s, p))
+                out = jax.lax.map(lambda sp: step(*sp), tiles)
+                return jax.tree.map(lambda x: x.reshape((n * t,) + x.shape[2:]), out)
+            return f
+
         compiled, info = {}, {}
         variants = [(t, it) for it in its for t in args.tiles]
+        variants += [(-t, it) for it in its for t in args.outer]
         for t, it in variants:
-            f = fn(it, t)
+            f = fn(it, t) if t >= 0 else outer(it, -t)
             c0 = time.process_time()
-            c = jax.jit(jax.vmap(f)).lower(*fargs).compile()
+            c = (jax.jit(jax.vmap(f)) if t >= 0 else jax.jit(f)).lower(*fargs).compile()
             tc = time.process_time() - c0
             txt = c.as_text()
             compiled[t, it] = c
@@ -118,7 +132,8 @@ def main(argv=None):
             m = med[t, it]
             base = med[args.tiles[0], it]
             i = info[t, it]
-            print(f"  iterations {it:>3} tile {t or 'none':>4}: {m * 1e3:8.2f} ms CPU (min "
+            label = t or "none" if t >= 0 else f"outer {-t}"
+            print(f"  iterations {it:>3} tile {label:>4}: {m * 1e3:8.2f} ms CPU (min "
                   f"{min(times[t, it]) * 1e3:.2f}; {m / base * 100:5.1f} %), compile "
                   f"{i['compile']:.2f} s, hoisted loops {i['hoisted']}, whiles {i['whiles']}, "
                   f"bitwise {i['bitwise']}", flush=True)

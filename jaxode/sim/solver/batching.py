@@ -12,7 +12,16 @@ axis W). :func:`solver` wraps one into a function of one world's rows that:
   structure (the same body indices per row: no contact compaction, or
   :func:`jaxode.sim.batch_rules.compact` gave every world the union of their
   slots); ``pgs`` then stops each sweep after the last unit active in some
-  world (``live``), ``colored`` colours the rows active in any world. If the
+  world (``live``), ``colored`` colours the rows active in any world. A batch
+  larger than the tile (``Model.sweep_tile``, :func:`tile_worlds`) is laid out
+  as (tiles, ..., T) and solved tile after tile (``lax.map``; tile k holds
+  worlds k, k + tiles, ..., so a batch split in blocks over devices keeps its
+  share of every tile; padded with copies of the last world): a tile's row
+  loops are small enough
+  for XLA CPU's small-while-loop option (jaxode/xla.py) to compile each as one
+  function instead of ~6 kernels per row, each a pass over the whole world
+  axis (bench/RESULTS.md, session 14). Each world's rows are updated in the
+  same order with the same arithmetic: bitwise the untiled result. If the
   worlds' body indices differ, each world runs its own one-world sweeps
   (plain vmap: gathers and scatters per world);
 - **under differentiation** (``jax.jvp``, ``jax.grad``, forward and reverse)
@@ -123,13 +132,12 @@ def _to_world_minor(x, batched: bool, w: int):
 AUTO = -1
 
 
-# AUTO's tile (worlds): measured fastest for boxes (216 rows) and stack (528) (bench/RESULTS.md, session 14)
-AUTO_TILE = 16
-
-
-def auto_tile(nrows: int) -> int:
-    """AUTO's worlds per tile for worlds of ``nrows`` rows."""
-    return AUTO_TILE
+# AUTO's worlds per tile (bench/RESULTS.md, session 14): on one CPU device 16
+# and 32 ran alike (boxes, stack, chain); 8 was slower (XLA then hoists the
+# whole 20-sweep loop too, which ran at ~14 ns per row and world against ~4-5
+# with only the row loops hoisted); at 64 the row loops passed XLA's threshold.
+# A plain jit(vmap) of a batch split over 2 devices keeps 16 per device.
+AUTO_TILE = 32
 
 
 def check_tile(tile) -> int:
@@ -143,12 +151,12 @@ def check_tile(tile) -> int:
     return int(tile)
 
 
-def tile_worlds(tile: int, w: int, nrows: int):
-    """Worlds per tile of a batch of ``w`` worlds with ``nrows`` rows each
-    (module docstring), or None: the whole batch in one sweep loop.
-    ``tile``: ``Model.sweep_tile`` (0: untiled, AUTO, or the worlds per tile)."""
+def tile_worlds(tile: int, w: int):
+    """Worlds per tile of a batch of ``w`` worlds (module docstring), or None:
+    the whole batch in one sweep loop. ``tile``: ``Model.sweep_tile`` (0:
+    untiled, AUTO: ``AUTO_TILE``, or the worlds per tile)."""
     if tile == AUTO:
-        tile = auto_tile(nrows)
+        tile = AUTO_TILE
     if not tile or w <= tile:
         return None
     return int(tile)
@@ -177,7 +185,7 @@ def solver(sweeps, iterations: int, block: int, cone: bool, tile: int = AUTO, **
         idx, data = args[:NIDX], args[NIDX:]
 
         def shared(idx):
-            t = tile_worlds(tile, axis_size, data[0].shape[-2] + data[len(ROW_FIELDS)].shape[-2])
+            t = tile_worlds(tile, axis_size)
             if t:
                 return _tiled(idx, t)
             wm = tuple(_to_world_minor(d, b, axis_size) for d, b in zip(data, in_batched[NIDX:]))
@@ -201,7 +209,10 @@ def solver(sweeps, iterations: int, block: int, cone: bool, tile: int = AUTO, **
                 if n * t > axis_size:  # pad with copies of the last world
                     d = jnp.concatenate([d, jnp.broadcast_to(d[-1:], (n * t - axis_size,)
                                                              + d.shape[1:])], axis=0)
-                return jnp.moveaxis(d.reshape((n, t) + d.shape[1:]), 1, -1)
+                # tile k holds worlds k, k + n, ..., k + (t - 1) n: a batch split in
+                # contiguous blocks over devices keeps each device's worlds in
+                # every tile (the tile axis stays split; the loop over tiles is not)
+                return jnp.moveaxis(d.reshape((t, n) + d.shape[1:]), 0, -1)
 
             wm = jax.lax.optimization_barrier(
                 tuple(tiles(d, b) for d, b in zip(data, in_batched[NIDX:])))
@@ -210,7 +221,7 @@ def solver(sweeps, iterations: int, block: int, cone: bool, tile: int = AUTO, **
                 return sweeps(_problem(idx, tile), iterations, block, cone, live=True, **options)
 
             out = jax.lax.map(one_tile, wm)
-            return tuple(jnp.moveaxis(o, -1, 1).reshape((n * t,) + o.shape[1:-1])[:axis_size]
+            return tuple(jnp.moveaxis(o, -1, 0).reshape((n * t,) + o.shape[1:-1])[:axis_size]
                          for o in out)
 
         if in_batched[NIDX - 1]:
