@@ -12,6 +12,7 @@ from jaxode.sim import math as jm
 from jaxode import compile_notice, params_spec
 from jaxode.sim import autodisable
 from jaxode.sim.pipeline import guarded_step
+from jaxode.sim.solver import batching
 from jaxode.types import Contacts, Model, Params, State, Trajectory
 
 
@@ -204,10 +205,37 @@ def as_batch_member(fn, model: Model, state: State, params: Params, dt):
 
     run = custom_vmap(alone)
 
+    tile = batching.tile_worlds(batching.check_tile(model.batch_tile), 1 << 62)
+
     @run.def_vmap
     def rule(axis_size, in_batched, *flat):
         axes = [0 if b else None for b in in_batched]
-        out = jax.vmap(lambda *f: call(f), in_axes=axes, axis_size=axis_size)(*flat)
+        if tile is None or axis_size <= tile or not any(in_batched):
+            out = jax.vmap(lambda *f: call(f), in_axes=axes, axis_size=axis_size)(*flat)
+            return out, jax.tree.map(lambda _: True, out)
+        # The batch in tiles of ``tile`` worlds, one tile after another
+        # (Model.batch_tile): a tile's solver loops are small enough for XLA
+        # CPU to compile as single functions and its data stay in cache. Tile k
+        # holds worlds k, k + n, ... (a batch split in blocks over devices keeps
+        # its share of every tile); the last worlds padded with copies.
+        n = -(-axis_size // tile)
+        pad = n * tile - axis_size
+
+        def tiles(x):
+            if pad:
+                x = jnp.concatenate([x, jnp.broadcast_to(x[-1:], (pad,) + x.shape[1:])], axis=0)
+            return jnp.swapaxes(x.reshape((tile, n) + x.shape[1:]), 0, 1)
+
+        bat = [tiles(x) for x, b in zip(flat, in_batched) if b]
+
+        def one_tile(tb):
+            it = iter(tb)
+            f = [next(it) if b else x for x, b in zip(flat, in_batched)]
+            return jax.vmap(lambda *g: call(g), in_axes=axes, axis_size=tile)(*f)
+
+        out = jax.lax.map(one_tile, bat)
+        out = jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1).reshape((n * tile,) + x.shape[2:])
+                           [:axis_size], out)
         return out, jax.tree.map(lambda _: True, out)
 
     @jax.custom_jvp

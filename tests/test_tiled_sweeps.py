@@ -1,4 +1,4 @@
-"""The batched sweeps in tiles of worlds (``Model.sweep_tile``, jaxode/sim/solver/batching.py).
+"""The batched sweeps in tiles of worlds (``Model.batch_tile``, jaxode/sim/solver/batching.py).
 
 A batch's solve may run tile after tile of T worlds (the last tile padded):
 each world's rows are the same rows updated in the same order with the same
@@ -104,7 +104,7 @@ def test_tiled_solve_is_bitwise_the_untiled_one_and_each_world_alone(name, x64):
                 assert np.array_equal(a[0], b[k]), (k, np.abs(a[0] - b[k]).max())
 
 
-def test_sweep_tile_resolution():
+def test_batch_tile_resolution():
     # AUTO picks a tile for batches larger than it; a batch no larger than the tile is untiled
     t = batching.AUTO_TILE
     assert t >= 2
@@ -114,10 +114,37 @@ def test_sweep_tile_resolution():
     assert batching.tile_worlds(8, 1024) == 8
 
 
-def test_bad_sweep_tile_is_refused_with_its_value():
+def test_bad_batch_tile_is_refused_with_its_value():
     model = jaxode.WorldBuilder().build()
-    with pytest.raises(ValueError, match=r"sweep_tile.*-5"):
+    with pytest.raises(ValueError, match=r"batch_tile.*-5"):
         batching.check_tile(-5)
-    with pytest.raises(ValueError, match=r"sweep_tile.*1"):
+    with pytest.raises(ValueError, match=r"batch_tile.*1"):
         batching.check_tile(1)
-    assert model.sweep_tile == batching.AUTO
+    assert model.batch_tile == batching.AUTO
+
+
+def test_tiled_batch_steps_each_world_as_alone():
+    """``jax.vmap(rollout)`` of a batch larger than ``Model.batch_tile`` runs tile
+    after tile (jaxode/api.py): 5 differing worlds in tiles of 2 (one padded)
+    give each world bitwise its trajectory alone."""
+    b = jaxode.WorldBuilder(gravity=(0.0, 0.0, -9.81))
+    b.add_plane(surface=jaxode.Surface(mu=0.6))
+    m = jaxode.mass.box((0.2, 0.2, 0.2), total=1.0)
+    for k in range(2):
+        q = (np.cos(0.2 + k / 5), np.sin(0.2 + k / 5) * 0.6, np.sin(0.2 + k / 5) * 0.8, 0.0)
+        i = b.add_body(pos=(0.3 * k, 0.0, 0.12 + 0.05 * k), quat=q, vel=(0.5, 0.0, 0.0), mass=m)
+        b.add_box((0.2, 0.2, 0.2), body=i, surface=jaxode.Surface(mu=0.6))
+    model = b.build().replace(batch_tile=2)
+    s0 = jaxode.init(model)
+    rng = np.random.default_rng(4)
+    p = jaxode.batch(model.params, 5)
+    p = p.replace(mu=p.mu * jnp.asarray(rng.uniform(0.3, 1.5, (5, 1)), p.mu.dtype))
+    traj = jax.jit(jax.vmap(lambda s, q: jaxode.rollout(model, s, 12, 0.01, params=q)[1]))(
+        jaxode.batch(s0, 5), p)
+    assert int(np.max(np.asarray(traj.ncontact))) > 0, "the boxes must touch the plane"
+    for k in (0, 4):   # the first world, and the last (its tile padded)
+        alone = jaxode.rollout(model, s0, 12, 0.01, params=jax.tree.map(lambda x: x[k], p))[1]
+        for name in ("pos", "quat", "vel", "angvel"):
+            a, b_ = np.asarray(getattr(alone, name)), np.asarray(getattr(traj, name))[k]
+            assert np.array_equal(a, b_), (k, name, np.abs(a - b_).max())
+    assert not np.array_equal(np.asarray(traj.pos)[0], np.asarray(traj.pos)[4])

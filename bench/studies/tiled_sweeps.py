@@ -8,7 +8,7 @@ One CPU device (``--xla_force_host_platform_device_count=1``). Each scene is
 settled 100 steps (one world), batched to ``--batch`` identical worlds; the
 solve stage's inputs (rows, bodies) are made once, then ``jit(vmap(solve))``
 (``--stage solve``) or ``jit(vmap(physics_step))`` (``--stage step``) is
-compiled per tile size (``Model.sweep_tile``; 0 = untiled) and the
+compiled per tile size (``Model.batch_tile``; 0 = untiled) and the
 variants are timed interleaved in one process (``time.process_time`` per call,
 median over ``--reps`` rounds; the machine is shared, wall time means nothing).
 Prints CPU ms per call, ns per row-world per sweep (iterations 20 vs 1 with
@@ -85,7 +85,7 @@ def main(argv=None):
         nrows = rows.head.body1.shape[-1] + rows.tail.body1.shape[-1]
         live = int(np.asarray(rows.head.active[0]).sum() + np.asarray(rows.tail.active[0]).sum())
         def fn(it, t):
-            m = model.replace(iterations=it, sweep_tile=t)
+            m = model.replace(iterations=it, batch_tile=t)
             if args.stage == "solve":
                 return lambda rows, bodies, p, t: solver.solve_rows(m, rows, bodies, p, t)[:3]
             return lambda s, p: pipeline.physics_step(m, s, p, dt)

@@ -130,7 +130,7 @@ def solve_rows(model, rows, bodies, params, time=0.0, rng=None) -> Solution:
         sol = solve(model.solver, rows.head, rows.tail, bodies.inv_mass, bodies.inv_inertia,
                     bodies.rhs, bodies.h, jnp.asarray(params.sor, dtype), model.iterations,
                     block=rows.block, cone=False, cone_rows=rows.cone_rows, orders=orders,
-                    tile=model.sweep_tile)
+                    tile=model.batch_tile)
         return sol._replace(rng=rng_new)
     # QuickStep's shuffles of the joint rows at iterations 8, 16, ... (pgs.py)
     # box-model friction rows among the normal rows, as ODE orders them (pgs.py)
@@ -139,7 +139,7 @@ def solve_rows(model, rows, bodies, params, time=0.0, rng=None) -> Solution:
     return solve(model.solver, rows.head, rows.tail, bodies.inv_mass, bodies.inv_inertia,
                  bodies.rhs, bodies.h, jnp.asarray(params.sor, dtype), model.iterations,
                  block=rows.block, cone=model.friction_cone, cone_rows=rows.cone_rows,
-                 step=jnp.round(time / bodies.h).astype(jnp.int32), tile=model.sweep_tile,
+                 step=jnp.round(time / bodies.h).astype(jnp.int32), tile=model.batch_tile,
                  **options)
 
 

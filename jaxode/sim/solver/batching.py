@@ -13,7 +13,7 @@ axis W). :func:`solver` wraps one into a function of one world's rows that:
   :func:`jaxode.sim.batch_rules.compact` gave every world the union of their
   slots); ``pgs`` then stops each sweep after the last unit active in some
   world (``live``), ``colored`` colours the rows active in any world. A batch
-  larger than the tile (``Model.sweep_tile``, :func:`tile_worlds`) is laid out
+  larger than the tile (``Model.batch_tile``, :func:`tile_worlds`) is laid out
   as (tiles, ..., T) and solved tile after tile (``lax.map``; tile k holds
   worlds k, k + tiles, ..., so a batch split in blocks over devices keeps its
   share of every tile; padded with copies of the last world): a tile's row
@@ -128,7 +128,7 @@ def _to_world_minor(x, batched: bool, w: int):
     return jnp.broadcast_to(x[..., None], x.shape + (w,))
 
 
-# Model.sweep_tile's default: choose the tile from the batch and the rows (tile_worlds).
+# Model.batch_tile's default: choose the tile from the batch and the rows (tile_worlds).
 AUTO = -1
 
 
@@ -141,11 +141,11 @@ AUTO_TILE = 32
 
 
 def check_tile(tile) -> int:
-    """``Model.sweep_tile`` validated: AUTO (-1), 0 (untiled) or at least
+    """``Model.batch_tile`` validated: AUTO (-1), 0 (untiled) or at least
     ``MIN_WORLDS`` worlds (a tile of one world would round differently)."""
     if isinstance(tile, (bool, np.bool_)) or not isinstance(tile, (int, np.integer)) or not (
             tile in (AUTO, 0) or tile >= MIN_WORLDS):
-        raise ValueError(f"model.sweep_tile must be {AUTO} (auto), 0 (untiled) or an integer "
+        raise ValueError(f"model.batch_tile must be {AUTO} (auto), 0 (untiled) or an integer "
                          f">= {MIN_WORLDS} (worlds per tile of the batched sweeps) "
                          f"(got {tile!r})")
     return int(tile)
@@ -153,7 +153,7 @@ def check_tile(tile) -> int:
 
 def tile_worlds(tile: int, w: int):
     """Worlds per tile of a batch of ``w`` worlds (module docstring), or None:
-    the whole batch in one sweep loop. ``tile``: ``Model.sweep_tile`` (0:
+    the whole batch in one sweep loop. ``tile``: ``Model.batch_tile`` (0:
     untiled, AUTO: ``AUTO_TILE``, or the worlds per tile)."""
     if tile == AUTO:
         tile = AUTO_TILE
