@@ -119,7 +119,8 @@ class Model:
       (which rows pgs shuffles: "joints" or "ode", static; see
       docs/ODE_FEATURES.md 6); batch_tile (static): worlds per tile when a batch
       (``jax.vmap`` of ``step``/``rollout``, jaxode/api.py) runs tile after
-      tile (-1, the default: 32 for batches of more than 32 worlds; 0: the
+      tile (-1, the default: 32 for batches of more than 32 worlds when the
+      default backend is CPU, else untiled; 0: the
       whole batch at once; an integer >= 2: that tile). A tile's solver row
       loops are small enough for XLA CPU to compile as one function each
       (jaxode/xla.py's small-loop option) and its data stay in cache: at 1024

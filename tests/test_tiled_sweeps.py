@@ -3,9 +3,11 @@
 A batch's solve may run tile after tile of T worlds (the last tile padded):
 each world's rows are the same rows updated in the same order with the same
 arithmetic, so the tiled solve must give every world's lambdas and forces
-bitwise as the untiled one and as the world solved in a vmap of one (a
-batch no larger than the tile is untiled). Truth: the untiled batch and the
-world on its own, as in tests/test_batch_invariance.py.
+bitwise as the untiled one, as the world solved in a vmap of one (a batch no
+larger than the tile is untiled) and as the world solved without vmap (the
+one-world path, which a batch also takes when its worlds' body indices
+differ). Truth: the untiled batch and the world on its own, as in
+tests/test_batch_invariance.py.
 """
 import jax
 import jax.numpy as jnp
@@ -97,17 +99,24 @@ def test_tiled_solve_is_bitwise_the_untiled_one_and_each_world_alone(name, x64):
         assert np.abs(out[0][0]).max() > 0.1, "the rows must carry force for the test to mean anything"
         for a, b in zip(out[0], out[3]):
             assert a.dtype == dtype and np.array_equal(a, b), np.abs(a - b).max()
+        alone = jax.jit(_solve(name, 3, st[5]), compiler_options=_FAST)
         for k in (0, W - 1):  # the first world and the last (in the padded tile)
-            one = _stack(worlds[k:k + 1])
-            mine = [np.asarray(o) for o in f(*one, sor[k:k + 1])]
-            for a, b in zip(mine, out[3]):
-                assert np.array_equal(a[0], b[k]), (k, np.abs(a[0] - b[k]).max())
+            # a vmap of one, and the world solved without vmap (the per-world
+            # fallback a batch takes when its worlds' body indices differ)
+            one = [np.asarray(o)[0] for o in f(*_stack(worlds[k:k + 1]), sor[k:k + 1])]
+            mine = [np.asarray(o) for o in alone(*worlds[k], sor[k])]
+            for a, c, b in zip(one, mine, out[3]):
+                assert np.array_equal(a, b[k]), (k, np.abs(a - b[k]).max())
+                assert np.array_equal(c, b[k]), (k, np.abs(c - b[k]).max())
 
 
 def test_batch_tile_resolution():
     # AUTO picks a tile for batches larger than it; a batch no larger than the tile is untiled
     t = batching.AUTO_TILE
     assert t >= 2
+    if jax.default_backend() != "cpu":
+        assert batching.tile_worlds(batching.AUTO, 1024) is None
+        return
     assert batching.tile_worlds(batching.AUTO, t) is None
     assert batching.tile_worlds(batching.AUTO, t + 1) == t
     assert batching.tile_worlds(0, 1024) is None

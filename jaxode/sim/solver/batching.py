@@ -154,9 +154,12 @@ def check_tile(tile) -> int:
 def tile_worlds(tile: int, w: int):
     """Worlds per tile of a batch of ``w`` worlds (module docstring), or None:
     the whole batch in one sweep loop. ``tile``: ``Model.batch_tile`` (0:
-    untiled, AUTO: ``AUTO_TILE``, or the worlds per tile)."""
+    untiled, AUTO: ``AUTO_TILE`` on CPU (the default backend), else untiled;
+    or the worlds per tile)."""
     if tile == AUTO:
-        tile = AUTO_TILE
+        # CPU only: a GPU runs a whole batch's row update in one kernel launch,
+        # and tiles would only serialise it
+        tile = AUTO_TILE if jax.default_backend() == "cpu" else 0
     if not tile or w <= tile:
         return None
     return int(tile)
@@ -171,7 +174,12 @@ def solver(sweeps, iterations: int, block: int, cone: bool, tile: int = AUTO, **
 
     def one_world(args, **extra):
         idx, data = args[:NIDX], args[NIDX:]
-        p = _problem(idx, tuple(_to_world_minor(d, False, MIN_WORLDS) for d in data))
+        # behind a barrier, so that XLA cannot see the copies as a broadcast and
+        # move reductions over a row's components inside it (they would then sum
+        # in another order than in a batch)
+        wm = jax.lax.optimization_barrier(tuple(_to_world_minor(d, False, MIN_WORLDS)
+                                                for d in data))
+        p = _problem(idx, wm)
         out = sweeps(p, iterations, block, cone, **options, **extra)
         return tuple(o[..., 0] for o in out)
 
