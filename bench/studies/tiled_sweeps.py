@@ -2,7 +2,8 @@
 small-while-loop hoisting make a tile's sweeps cheaper per row-world?
 
     PYTHONPATH=. python bench/studies/tiled_sweeps.py [boxes stack] [--tiles 0 4 8 16 32 64]
-        [--batch 1024] [--threshold 1000000] [--stage solve|step] [--reps 7]
+        [--batch 1024] [--threshold 1000000] [--stage solve|step] [--outer 32] [--reps 7]
+        [--iterations 20 1]
 
 One CPU device (``--xla_force_host_platform_device_count=1``). Each scene is
 settled 100 steps (one world), batched to ``--batch`` identical worlds; the
@@ -14,6 +15,9 @@ median over ``--reps`` rounds; the machine is shared, wall time means nothing).
 Prints CPU ms per call, ns per row-world per sweep (iterations 20 vs 1 with
 ``--sweep``), compile CPU s, the number of hoisted loops (``xla_cpu_small_call``
 in the compiled text) and whether the outputs are bitwise the untiled ones.
+``--outer T`` (with ``--stage step``): the whole step in tiles of T worlds
+(``lax.map`` over ``vmap(step)``), what ``jaxode.api`` does for a vmapped
+``step``/``rollout`` (bench/RESULTS.md, session 14).
 """
 from __future__ import annotations
 
