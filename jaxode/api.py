@@ -13,6 +13,7 @@ from jaxode.sim import math as jm
 from jaxode import compile_notice, params_spec
 from jaxode.sim import autodisable
 from jaxode.sim.pipeline import guarded_step
+from jaxode.sim.solver import batching
 from jaxode.types import Contacts, Model, Params, State, Trajectory
 
 
@@ -174,13 +175,16 @@ def as_batch_member(fn, model: Model, state: State, params: Params, dt):
 
     Alone (not under ``vmap``) the world runs as a batch of one
     (``jax.vmap`` over a leading axis of size 1); under ``jax.vmap`` the batch
-    runs as one ``vmap`` of ``fn``. Either way a world is stepped by the same
+    runs as one ``vmap`` of ``fn`` (on CPU a batch larger than
+    ``model.batch_tile`` as such vmaps over tiles of worlds, one tile after
+    another: :mod:`jaxode.sim.solver.batching`). Either way a world is stepped by the same
     batched program, so its trajectory is bitwise the same alone, in a vmap of
     one and in any batch (with FMA contraction off, see :mod:`jaxode.xla`):
     XLA compiles an unbatched program differently (other fusions, other
     rounding). Derivatives (forward and reverse) go through the batch of one.
-    (``step``/``rollout`` called straight under a jitted vmap skip this and
-    trace the rule's vmap directly, see :func:`_in_traced_vmap`.)
+    (``step``/``rollout`` called straight under a jitted vmap of a batch that
+    is not tiled skip this and trace the rule's vmap directly, see
+    :func:`_in_traced_vmap`.)
     """
     # The model's arrays travel as arguments too (a custom_vmap function may not
     # close over traced values). The batch of one batches the state and the
@@ -216,10 +220,37 @@ def as_batch_member(fn, model: Model, state: State, params: Params, dt):
 
     run = custom_vmap(alone)
 
+    tile = batching.tile_worlds(batching.check_tile(model.batch_tile), 1 << 62)
+
     @run.def_vmap
     def rule(axis_size, in_batched, *flat):
         axes = [0 if b else None for b in in_batched]
-        out = jax.vmap(one_world, in_axes=axes, axis_size=axis_size)(*flat)
+        if tile is None or axis_size <= tile or not any(in_batched):
+            out = jax.vmap(one_world, in_axes=axes, axis_size=axis_size)(*flat)
+            return out, jax.tree.map(lambda _: True, out)
+        # The batch in tiles of ``tile`` worlds, one tile after another
+        # (Model.batch_tile): a tile's solver loops are small enough for XLA
+        # CPU to compile as single functions and its data stay in cache. Tile k
+        # holds worlds k, k + n, ... (a batch split in blocks over devices keeps
+        # its share of every tile); the last worlds padded with copies.
+        n = -(-axis_size // tile)
+        pad = n * tile - axis_size
+
+        def tiles(x):
+            if pad:
+                x = jnp.concatenate([x, jnp.broadcast_to(x[-1:], (pad,) + x.shape[1:])], axis=0)
+            return jnp.swapaxes(x.reshape((tile, n) + x.shape[1:]), 0, 1)
+
+        bat = [tiles(x) for x, b in zip(flat, in_batched) if b]
+
+        def one_tile(tb):
+            it = iter(tb)
+            f = [next(it) if b else x for x, b in zip(flat, in_batched)]
+            return jax.vmap(one_world, in_axes=axes, axis_size=tile)(*f)
+
+        out = jax.lax.map(one_tile, bat)
+        out = jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1).reshape((n * tile,) + x.shape[2:])
+                           [:axis_size], out)
         return out, jax.tree.map(lambda _: True, out)
 
     @jax.custom_jvp
@@ -256,7 +287,7 @@ def step(model: Model, state: State, dt, params: Optional[Params] = None) -> Sta
     batch untouched.
     """
     p = _check_inputs(model, state, params, dt)
-    if _in_traced_vmap((model, state, p, dt)):
+    if _in_traced_vmap((model, state, p, dt), model):
         return _barrier_call(_step_one, (model, state, p, jnp.asarray(dt)))
     with compile_notice.notice(f"step ({_scene_text(model)})",
                                enabled=_concrete(state)):
@@ -324,7 +355,7 @@ def rollout(model: Model, state: State, n_steps: int, dt, params: Optional[Param
         raise ValueError(f"checkpoint_every must be None (off) or an integer >= 1 steps per "
                          f"checkpointed block (got {checkpoint_every!r})")
     p = _check_inputs(model, state, params, dt)
-    if _in_traced_vmap((model, state, p, dt)):
+    if _in_traced_vmap((model, state, p, dt), model):
         fn = functools.partial(_rollout_one, n_steps=n_steps, checkpoint_every=checkpoint_every)
         return _barrier_call(fn, (model, state, p, jnp.asarray(dt)))
     with compile_notice.notice(f"rollout ({_scene_text(model)}, {n_steps} steps)",
@@ -333,7 +364,7 @@ def rollout(model: Model, state: State, n_steps: int, dt, params: Optional[Param
                         checkpoint_every=checkpoint_every)
 
 
-def _in_traced_vmap(tree) -> bool:
+def _in_traced_vmap(tree, model: Optional[Model] = None) -> bool:
     """True when ``step``/``rollout`` is called directly under a caller's
     ``jax.vmap`` (batch axis 0) that a ``jit`` (or ``shard_map``) traces, with
     no other transformation between: then :func:`as_batch_member`'s batching
@@ -343,22 +374,28 @@ def _in_traced_vmap(tree) -> bool:
     primal (~0.8 s of the 2.5 s trace of ``boxes`` at 1,024 worlds, bench/RESULTS.md
     session 14). Anything else (an eager vmap, which must stay jitted; nested
     vmaps; jvp/grad inside the vmap; another batch axis) or JAX internals that
-    moved: False, the :func:`as_batch_member` path."""
+    moved: False, the :func:`as_batch_member` path. Also False for a batch
+    that ``model.batch_tile`` splits into tiles (:func:`as_batch_member`'s rule
+    runs those one tile after another, which a call inside the caller's vmap
+    cannot do)."""
     try:
         from jax._src.interpreters.batching import BatchTracer
         from jax._src.interpreters.partial_eval import DynamicJaxprTracer
     except ImportError:  # JAX moved its tracers: the general path
         return False
-    found = False
+    size = None
     for x in jax.tree.leaves(tree):
         if isinstance(x, BatchTracer):
             if getattr(x, "batch_dim", None) != 0 \
                     or not isinstance(getattr(x, "val", None), DynamicJaxprTracer):
                 return False
-            found = True
+            size = x.val.shape[0]
         elif isinstance(x, jax.core.Tracer) and not isinstance(x, DynamicJaxprTracer):
             return False
-    return found
+    if size is None:
+        return False
+    return model is None or batching.tile_worlds(
+        batching.check_tile(model.batch_tile), size) is None
 
 
 def _barrier_call(fn, args):

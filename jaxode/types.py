@@ -117,7 +117,19 @@ class Model:
     Solver: iterations (QuickStep iterations, static), solver name, reorder_seed
       (the seed of ODE's generator for pgs' row shuffles, static), reorder
       (which rows pgs shuffles: "joints" or "ode", static; see
-      docs/ODE_FEATURES.md 6).
+      docs/ODE_FEATURES.md 6); batch_tile (static): worlds per tile when a batch
+      (``jax.vmap`` of ``step``/``rollout``, jaxode/api.py) runs tile after
+      tile (-1, the default: 32 for batches of more than 32 worlds when the
+      default backend is CPU, else untiled; 0: the
+      whole batch at once; an integer >= 2: that tile). A tile's solver row
+      loops are small enough for XLA CPU to compile as one function each
+      (jaxode/xla.py's small-loop option) and its data stay in cache: at 1024
+      worlds on one CPU device boxes stepped 2x faster (bench/RESULTS.md,
+      session 14). A world's results are bitwise the same in any tile; the
+      batch-wide choices (shared contact slots, the pgs row shuffle taken from
+      the batch's first world's step number) are made per tile, as
+      jaxode.map_worlds makes them per device. A ``vmap`` of the lower-level
+      ``physics_step`` tiles the solver's sweeps alone.
     Friction features (static, set by the builder so that unused features cost
     nothing): friction_cone (some pair uses the cone model), angular_friction
     (some surface has rolling or spinning friction: three extra rows per contact),
@@ -172,6 +184,7 @@ class Model:
     body_auto_disable_samples: jax.Array = None
     auto_disable_buffer: int = static_field(default=1)
     reorder: str = static_field(default="joints")
+    batch_tile: int = static_field(default=-1)
 
 
 #: Model.reorder values: which rows pgs shuffles (docs/ODE_FEATURES.md 6)

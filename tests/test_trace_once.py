@@ -67,3 +67,22 @@ def test_only_a_jitted_vmap_takes_the_direct_path():
     jax.jit(jax.vmap(lambda x: jax.jvp(probe, (x,), (x,))[0])).trace(x)  # jvp inside
     jax.jit(probe).trace(x)                   # no vmap
     assert seen == [True, False, False, False, False, False]
+
+
+def test_a_tiled_batch_traces_the_step_once_and_takes_the_tile_path(scene, count):
+    """A batch larger than ``batch_tile`` (tests/test_tiled_sweeps.py) goes
+    through as_batch_member's rule, which runs the tiles one after another; the
+    Python step is still traced once."""
+    tiled = scene.replace(batch_tile=2)
+    seen = []
+
+    def probe(s):
+        seen.append(api._in_traced_vmap((s,), tiled))
+        return s
+
+    s = jaxode.batch(jaxode.init(tiled), 5)
+    jax.jit(jax.vmap(probe)).trace(s)
+    jax.jit(jax.vmap(probe)).trace(jaxode.batch(jaxode.init(tiled), 2))
+    assert seen == [False, True]
+    jax.jit(jax.vmap(lambda s: jaxode.rollout(tiled, s, 3, 0.01)[0])).trace(s)
+    assert len(count) == 1

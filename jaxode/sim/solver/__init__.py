@@ -49,7 +49,7 @@ class Solution(NamedTuple):
 def solve(name: str, head, tail, inv_mass: jax.Array, inv_inertia: jax.Array,
           rhs_body: jax.Array, h: jax.Array, sor: jax.Array, iterations: int,
           block: int = 2, cone: bool = False, cone_rows: jax.Array = None, step=0,
-          orders: jax.Array = None, **options) -> Solution:
+          orders: jax.Array = None, tile: int = batching.AUTO, **options) -> Solution:
     """Run solver ``name`` (``"pgs"`` or ``"colored"``) on one world's rows.
 
     head, tail: :class:`jaxode.sim.constraint.Rows` tables (tail rows' ``findex``
@@ -82,7 +82,8 @@ def solve(name: str, head, tail, inv_mass: jax.Array, inv_inertia: jax.Array,
                                 cone_rows, inv_mass, inv_inertia, rhs_body,
                                 jnp.asarray(h, dtype), jnp.asarray(sor, dtype),
                                 jnp.asarray(step, jnp.int32), orders)
-    run = batching.solver(SWEEPS[name], iterations, block, bool(cone), **options)
+    run = batching.solver(SWEEPS[name], iterations, block, bool(cone), tile=batching.check_tile(tile),
+                          **options)
     return Solution(*run(*idx, *data))
 
 
@@ -128,7 +129,8 @@ def solve_rows(model, rows, bodies, params, time=0.0, rng=None) -> Solution:
         orders, rng_new = ode_row_orders(rows, rng, model.iterations)
         sol = solve(model.solver, rows.head, rows.tail, bodies.inv_mass, bodies.inv_inertia,
                     bodies.rhs, bodies.h, jnp.asarray(params.sor, dtype), model.iterations,
-                    block=rows.block, cone=False, cone_rows=rows.cone_rows, orders=orders)
+                    block=rows.block, cone=False, cone_rows=rows.cone_rows, orders=orders,
+                    tile=model.batch_tile)
         return sol._replace(rng=rng_new)
     # QuickStep's shuffles of the joint rows at iterations 8, 16, ... (pgs.py)
     # box-model friction rows among the normal rows, as ODE orders them (pgs.py)
@@ -137,7 +139,8 @@ def solve_rows(model, rows, bodies, params, time=0.0, rng=None) -> Solution:
     return solve(model.solver, rows.head, rows.tail, bodies.inv_mass, bodies.inv_inertia,
                  bodies.rhs, bodies.h, jnp.asarray(params.sor, dtype), model.iterations,
                  block=rows.block, cone=model.friction_cone, cone_rows=rows.cone_rows,
-                 step=jnp.round(time / bodies.h).astype(jnp.int32), **options)
+                 step=jnp.round(time / bodies.h).astype(jnp.int32), tile=model.batch_tile,
+                 **options)
 
 
 def solve_direct(model, rows, bodies) -> Solution:

@@ -12,7 +12,16 @@ axis W). :func:`solver` wraps one into a function of one world's rows that:
   structure (the same body indices per row: no contact compaction, or
   :func:`jaxode.sim.batch_rules.compact` gave every world the union of their
   slots); ``pgs`` then stops each sweep after the last unit active in some
-  world (``live``), ``colored`` colours the rows active in any world. If the
+  world (``live``), ``colored`` colours the rows active in any world. A batch
+  larger than the tile (``Model.batch_tile``, :func:`tile_worlds`) is laid out
+  as (tiles, ..., T) and solved tile after tile (``lax.map``; tile k holds
+  worlds k, k + tiles, ..., so a batch split in blocks over devices keeps its
+  share of every tile; padded with copies of the last world): a tile's row
+  loops are small enough
+  for XLA CPU's small-while-loop option (jaxode/xla.py) to compile each as one
+  function instead of ~6 kernels per row, each a pass over the whole world
+  axis (bench/RESULTS.md, session 14). Each world's rows are updated in the
+  same order with the same arithmetic: bitwise the untiled result. If the
   worlds' body indices differ, each world runs its own one-world sweeps
   (plain vmap: gathers and scatters per world);
 - **under differentiation** (``jax.jvp``, ``jax.grad``, forward and reverse)
@@ -29,6 +38,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.custom_batching import custom_vmap
 
 from jaxode.sim.constraint import Rows
@@ -118,8 +128,45 @@ def _to_world_minor(x, batched: bool, w: int):
     return jnp.broadcast_to(x[..., None], x.shape + (w,))
 
 
+# Model.batch_tile's default: choose the tile from the batch and the rows (tile_worlds).
+AUTO = -1
+
+
+# AUTO's worlds per tile (bench/RESULTS.md, session 14): on one CPU device 16
+# and 32 ran alike (boxes, stack, chain); 8 was slower (XLA then hoists the
+# whole 20-sweep loop too, which ran at ~14 ns per row and world against ~4-5
+# with only the row loops hoisted); at 64 the row loops passed XLA's threshold.
+# A plain jit(vmap) of a batch split over 2 devices keeps 16 per device.
+AUTO_TILE = 32
+
+
+def check_tile(tile) -> int:
+    """``Model.batch_tile`` validated: AUTO (-1), 0 (untiled) or at least
+    ``MIN_WORLDS`` worlds (a tile of one world would round differently)."""
+    if isinstance(tile, (bool, np.bool_)) or not isinstance(tile, (int, np.integer)) or not (
+            tile in (AUTO, 0) or tile >= MIN_WORLDS):
+        raise ValueError(f"model.batch_tile must be {AUTO} (auto), 0 (untiled) or an integer "
+                         f">= {MIN_WORLDS} (worlds per tile of the batched sweeps) "
+                         f"(got {tile!r})")
+    return int(tile)
+
+
+def tile_worlds(tile: int, w: int):
+    """Worlds per tile of a batch of ``w`` worlds (module docstring), or None:
+    the whole batch in one sweep loop. ``tile``: ``Model.batch_tile`` (0:
+    untiled, AUTO: ``AUTO_TILE`` on CPU (the default backend), else untiled;
+    or the worlds per tile)."""
+    if tile == AUTO:
+        # CPU only: a GPU runs a whole batch's row update in one kernel launch,
+        # and tiles would only serialise it
+        tile = AUTO_TILE if jax.default_backend() == "cpu" else 0
+    if not tile or w <= tile:
+        return None
+    return int(tile)
+
+
 @functools.lru_cache(maxsize=None)
-def solver(sweeps, iterations: int, block: int, cone: bool, **options):
+def solver(sweeps, iterations: int, block: int, cone: bool, tile: int = AUTO, **options):
     """One world's solve ``f(*idx, *data) -> (lambda_head, lambda_tail, fc)`` (module
     docstring); ``sweeps`` a solver's sweep function, ``options`` its static options.
     ``idx``/``data``: one world's :class:`Inputs`."""
@@ -127,7 +174,12 @@ def solver(sweeps, iterations: int, block: int, cone: bool, **options):
 
     def one_world(args, **extra):
         idx, data = args[:NIDX], args[NIDX:]
-        p = _problem(idx, tuple(_to_world_minor(d, False, MIN_WORLDS) for d in data))
+        # behind a barrier, so that XLA cannot see the copies as a broadcast and
+        # move reductions over a row's components inside it (they would then sum
+        # in another order than in a batch)
+        wm = jax.lax.optimization_barrier(tuple(_to_world_minor(d, False, MIN_WORLDS)
+                                                for d in data))
+        p = _problem(idx, wm)
         out = sweeps(p, iterations, block, cone, **options, **extra)
         return tuple(o[..., 0] for o in out)
 
@@ -141,6 +193,9 @@ def solver(sweeps, iterations: int, block: int, cone: bool, **options):
         idx, data = args[:NIDX], args[NIDX:]
 
         def shared(idx):
+            t = tile_worlds(tile, axis_size)
+            if t:
+                return _tiled(idx, t)
             wm = tuple(_to_world_minor(d, b, axis_size) for d, b in zip(data, in_batched[NIDX:]))
             if axis_size < MIN_WORLDS:
                 wm = tuple(jnp.concatenate([d] * MIN_WORLDS, axis=-1) for d in wm)
@@ -151,6 +206,31 @@ def solver(sweeps, iterations: int, block: int, cone: bool, **options):
             wm = jax.lax.optimization_barrier(wm)
             out = sweeps(_problem(idx, wm), iterations, block, cone, live=True, **options)
             return tuple(jnp.moveaxis(o[..., :axis_size], -1, 0) for o in out)
+
+        def _tiled(idx, t):
+            # the batch in tiles of t worlds, (tiles, ..., t), swept one tile after another
+            n = -(-axis_size // t)
+
+            def tiles(d, b):
+                if not b:
+                    return jnp.broadcast_to(d[None, ..., None], (n,) + d.shape + (t,))
+                if n * t > axis_size:  # pad with copies of the last world
+                    d = jnp.concatenate([d, jnp.broadcast_to(d[-1:], (n * t - axis_size,)
+                                                             + d.shape[1:])], axis=0)
+                # tile k holds worlds k, k + n, ..., k + (t - 1) n: a batch split in
+                # contiguous blocks over devices keeps each device's worlds in
+                # every tile (the tile axis stays split; the loop over tiles is not)
+                return jnp.moveaxis(d.reshape((t, n) + d.shape[1:]), 0, -1)
+
+            wm = jax.lax.optimization_barrier(
+                tuple(tiles(d, b) for d, b in zip(data, in_batched[NIDX:])))
+
+            def one_tile(tile):
+                return sweeps(_problem(idx, tile), iterations, block, cone, live=True, **options)
+
+            out = jax.lax.map(one_tile, wm)
+            return tuple(jnp.moveaxis(o, -1, 0).reshape((n * t,) + o.shape[1:-1])[:axis_size]
+                         for o in out)
 
         if in_batched[NIDX - 1]:
             # One step number for the batch (world 0's), as ODE's one global
