@@ -1,5 +1,6 @@
 """Capsule pairs against libode 0.16's dCollide (double) over random poses, and
-capsule-box with its segment inside the box against the exact penetration depth.
+capsule-box with its segment inside the box against the exact penetration depth
+(which ODE's bounding-box fallback, followed by jaxode, can only exceed).
 
 Truths: libode's dCollideCapsulePlane / dCollideCapsuleCapsule /
 dCollideCapsuleBox through tools/conformance/odelib (the real library), and the
@@ -162,17 +163,18 @@ def test_capsule_capsule_matches_libode():
     assert hits >= N // 3 and parallel_two >= 3, (hits, parallel_two)
 
 
-def test_capsule_box_matches_libode_outside_and_the_exact_depth_inside():
+def test_capsule_box_matches_libode_outside_and_bounds_the_exact_depth_inside():
     """Segment outside the box: ODE's one contact (closest points); ours keeps
     both ends when both touch, dropping the middle unless it is deeper by
     _MID_MARGIN (r + length/2), so the deepest is ODE's depth or at most that
     much less, with ODE's normal where it is the closest-point contact.
 
     Segment inside the box: ODE collides the capsule's bounding box against
-    the box (dBoxBox, up to 8 points), which overestimates the penetration
-    (measured +3.8 cm on average, up to +0.11 m, over 400 poses); ours is the
-    segment's SAT depth + r: the exact penetration (brute force), hence never
-    above ODE's, with a normal that attains it."""
+    the box (dBoxBox), and so does jaxode (the fuzz world 14:2:417 of issue 19
+    stays calm with that patch of contacts and not with the exact depth's two
+    contacts on the segment, tests/test_capsule_box_odelib.py): the deepest is
+    libode's, and the bounding box contains the capsule, so it is never below
+    the exact penetration (the brute-force search)."""
     g = poses(31, "box")
     c = run("capsule_box", *g)
     n_out = n_in = 0
@@ -188,13 +190,10 @@ def test_capsule_box_matches_libode_outside_and_the_exact_depth_inside():
         n = c.normal[i][v][np.argmax(c.depth[i][v])]
         if segment_in_box(*gi):
             n_in += 1
-            # the normal attains our depth (moving by it along n separates), and
-            # no direction of the search needs less: ours is the minimum
-            assert abs(overlap_capsule_box(n[None], *gi)[0] - ours) < 1e-9, i
             search = penetration_capsule_box(*gi)
-            assert ours <= search + 1e-9, (i, ours, search)
-            inside.append(search - ours)
-            assert ours <= max(x.depth for x in cs) + 1e-9, (i, ours)
+            inside.append(ours - search)
+            assert ours >= search - 1e-9, (i, ours, search)
+            assert abs(ours - max(x.depth for x in cs)) < 1e-9, (i, ours)
             np.testing.assert_allclose(c.normal[i][v], np.broadcast_to(n, (v.sum(), 3)), atol=0)
         else:
             n_out += 1
@@ -205,4 +204,5 @@ def test_capsule_box_matches_libode_outside_and_the_exact_depth_inside():
                 np.testing.assert_allclose(n, cs[0].normal, atol=1e-6)
     assert n_in >= N // 5 and n_out >= N // 5, (n_in, n_out)
     # and the search reaches it in nearly every pose (a check on the search)
-    assert np.mean(np.asarray(inside) < 1e-6) > 0.9, inside
+    # ODE's box overestimates the capsule's penetration (a measure, not a bound)
+    assert np.mean(np.asarray(inside)) > 1e-3, inside

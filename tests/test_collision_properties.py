@@ -2,11 +2,12 @@
 must satisfy, on configurations hypothesis draws (and shrinks when one fails).
 
 For every pair kind with an exact penetration depth, convex hulls included (a
-hexagonal prism through the general hull code), capsule-box (exact also
-with the segment inside the box: the segment's SAT depth + r; ODE's
-dCollideCapsuleBox collides the capsule's bounding box there, which is not
-the overlap) and capsule-convex (the same SAT depth with the segment in the
-hull):
+hexagonal prism through the general hull code), capsule-convex (the
+segment's SAT depth + r with the segment in the hull) and capsule-box, whose
+depth is exact only while the capsule's segment stays outside the box (with
+the segment inside, jaxode collides the capsule's bounding box as ODE's
+dCollideCapsuleBox does: not the overlap), so its separation property is
+checked only there:
 - rigid-motion invariance: moving and turning both geoms together leaves the
   deepest depth unchanged (the normal may differ where the deepest direction
   is not unique, e.g. a sphere at a box's centre);
@@ -51,8 +52,8 @@ PAIRS = {
     "capsule-box": (capsule.capsule_box, (0.1, 0.4, 0), (0.4, 0.3, 0.2), False),
 }
 # pairs whose depth is the overlap only while geom 1's segment is outside the
-# box (geom 2); none since capsule-box takes the segment's SAT depth inside
-SEGMENT_OUTSIDE_ONLY = set()
+# box (geom 2): ODE's capsule-box
+SEGMENT_OUTSIDE_ONLY = {"capsule-box"}
 # a hexagonal prism (radius 0.25 m, height 0.3 m) through the convex code
 _HEX = np.array([[0.25 * np.cos(a), 0.25 * np.sin(a), z]
                  for a in np.arange(6) * np.pi / 3 for z in (-0.15, 0.15)])

@@ -206,12 +206,14 @@ def segment_enters_box(p0, p1, R, size):
 
 
 def test_box_hull_capsule_contacts_equal_capsule_box_or_are_deeper(box_pairs):
-    """capsule_convex follows capsule_box (end balls, a middle point; with the
-    segment entering the box the segment's SAT depth + r at the ends of the
-    segment clipped to the box, tests/test_collision_capsule_libode.py), so
-    the contacts are equal, entering case included, except where both ends
-    touch and the middle is deeper than the deeper end by 1e-3 (r +
-    length/2): ours keeps the middle and the deeper end."""
+    """capsule_convex follows capsule_box (end balls, a middle point) except
+    (i) a segment entering the box: capsule_box collides the capsule's
+    bounding box (ODE's dCollideCapsuleBox fallback,
+    tests/test_capsule_box_odelib.py), ours takes the segment's SAT depth + r
+    (tests/test_capsule_convex.py): at least r, and the bounding box contains
+    the capsule, so no deeper than capsule_box's; (ii) both ends touch and the
+    middle is deeper than the deeper end by 1e-3 (r + length/2): ours keeps
+    the middle and the deeper end."""
     ref, c = box_pairs["capsule"]
     g = box_pairs["capsule_geoms"]
     assert 0 < ref.valid.any(1).sum() < N
@@ -221,8 +223,8 @@ def test_box_hull_capsule_contacts_equal_capsule_box_or_are_deeper(box_pairs):
         p0, p1 = g[0][k] - 0.2 * g[1][k][:, 2], g[0][k] + 0.2 * g[1][k][:, 2]
         if segment_enters_box(p0, p1, g[2][k], BOX2):
             n_enter += 1
-            assert_same_contacts(ref, c, k)
-        elif ref.valid[k].all() and c.depth[k][0] > ref.depth[k][0] + margin:
+            assert c.valid[k][0] and 0.1 - 1e-12 <= c.depth[k][0] <= ref.depth[k].max() + 1e-12
+        elif ref.valid[k][:2].all() and c.depth[k][0] > ref.depth[k][0] + margin:
             n_mid += 1
             assert c.valid[k].all()
             np.testing.assert_allclose(c.depth[k][1], ref.depth[k][0], atol=1e-9)

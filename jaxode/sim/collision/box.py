@@ -35,8 +35,7 @@ _CORNER_SIGNS = np.array(
 )
 _FACE_SIGNS = np.array([[1.0, 1.0], [-1.0, 1.0], [-1.0, -1.0], [1.0, -1.0]])
 _BIG = 1e30
-_EDGE_REL = 1.05  # ODE fudge_factor: edge axes must be 5% better than faces
-_EDGE_ABS = 1e-5  # ODE fudge2 added to |R_ij| for the edge axes
+_EDGE_REL = 1.05  # ODE fudge_factor: an edge axis must be 5% better than the best so far
 _DUP_TOL2 = 1e-14  # squared distance under which two contact points coincide
 
 
@@ -208,17 +207,33 @@ def box_box(g1: GeomWorld, g2: GeomWorld) -> Contact:
     ad = jnp.abs(_mm(ue, d))
     ue1, ue2 = jnp.abs(_mm(ue, R1)), jnp.abs(_mm(ue, R2))
     pe = _mm(ue1, h1) + _mm(ue2, h2) - ad
-    pe_f = _mm(ue1 + _EDGE_ABS, h1) + _mm(ue2 + _EDGE_ABS, h2) - ad
-    pe_f = jnp.where(eok, pe_f, _BIG)
-    # separation uses the exact (unfudged) edge penetrations, so a valid
-    # contact never has negative depth (ODE tests with the fudged values)
+    # ODE 0.16's dBoxBox compares the edge axes' plain penetrations (no fudge2
+    # on |R_ij|: that is Bullet's btBoxBoxDetector; with it jaxode took a face
+    # where libode takes a near-tie edge)
+    pe_f = jnp.where(eok, pe, _BIG)
+    # separation uses the exact edge penetrations (as ODE), so a valid
+    # contact never has negative depth
     # (a face resting at depth -> 0 reads a few ulps below 0 in float32: touching)
     scale = coord_scale(p1, p2, h1, h2)
     separated = ~(touching(jnp.min(pf), scale)[1]
                   & touching(jnp.min(jnp.where(eok, pe, _BIG)), scale)[1])
     bf = jnp.argmin(pf)
-    be = jnp.argmin(pe_f)
-    use_edge = pe_f[be] * _EDGE_REL < pf[bf]
+    # ODE's dBoxBox walks the nine edge axes in order (TST, code 7 + 3 i + j)
+    # and takes one when it beats the best so far, face OR earlier edge, by
+    # the fudge factor (s2 * fudge_factor > s): a later edge axis needs 5 % less
+    # penetration than an earlier one too, not just than the faces (the plain
+    # argmin over the edges picked another axis than libode in deep overlaps,
+    # 12 of 1,783 random overlapping poses; issue 19; ODE box.cpp TST)
+    # (penetrations in the touching band, a few ulps below 0, count as 0: ODE
+    # has returned before with any negative one, and 1.05 x a negative number
+    # would favour the edges)
+    best, be = jnp.maximum(pf[bf], 0.0), jnp.asarray(-1)
+    for e in range(9):
+        pen = jnp.maximum(pe_f[e], 0.0)
+        take = pen * _EDGE_REL < best
+        best, be = jnp.where(take, pen, best), jnp.where(take, e, be)
+    use_edge = be >= 0
+    be = jnp.maximum(be, 0)
 
     # --- face case: clip incident face against reference face --------------
     u = af[bf]

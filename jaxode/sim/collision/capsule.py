@@ -8,18 +8,22 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
+from .box import BOX_BOX_NCON, box_box
 from .sphere import _pack, _safe_norm_dir, sphere_box_core, sphere_sphere_core
 from .contact import Contact, GeomWorld, coord_scale, touching
 
 CAPSULE_PLANE_NCON = 2
 CAPSULE_SPHERE_NCON = 1
 CAPSULE_CAPSULE_NCON = 2
-CAPSULE_BOX_NCON = 2
+CAPSULE_BOX_NCON = BOX_BOX_NCON  # 2 sphere-box slots, or box-box's with the segment inside
 
 # ODE dCollideCapsuleCapsule: axes treated as parallel when 1 - (a1.a2)^2 < tol.
 _PARALLEL_TOL = 1e-5
 _DIV_EPS = 1e-12
 _MID_MARGIN = 1e-3  # relative depth (of r + length / 2) by which the middle must beat the ends
+# ODE dCollideCapsuleBox: the segment counts as inside the box when its closest
+# points to the box are nearer than this [m] (dSINGLE 1e-6, double 1e-15)
+_INSIDE_DIST = {4: 1e-6, 8: 1e-15}
 
 
 def _safe_div(n, d):
@@ -128,24 +132,26 @@ def capsule_capsule(g1: GeomWorld, g2: GeomWorld) -> Contact:
 def capsule_box(g1: GeomWorld, g2: GeomWorld) -> Contact:
     """Capsule (g1) vs box (g2). 2 slots.
 
-    Sphere(r)-box contacts at both end points and at the segment point closest to
-    the box (exact: zero of the piecewise-linear derivative of the squared
-    distance). Both end contacts are kept when both penetrate (deeper first),
-    unless the middle is deeper than both by ``_MID_MARGIN (r + length / 2)``
-    (a capsule lying across a box's edge or a beam narrower than it): then the
-    middle and the deeper end; otherwise the single deepest candidate. ODE
-    keeps one contact (the closest points) while the segment is outside the
-    box. With the segment inside the box ODE collides the capsule's bounding
-    box (dBoxBox: an overestimate, +3.8 cm on average over random poses);
-    jaxode takes the exact penetration, the segment's SAT depth (box face
-    normals and the axis crossed with the box edges) + r, along that axis,
-    with contacts at the ends of the segment clipped to the box (deeper
-    first; the second while the clipped part is longer than
-    ``_MID_MARGIN (r + length / 2)``), at the segment points as sphere-box's
-    inside case. tests/test_collision_capsule_libode.py checks both against
-    libode and the brute-force overlap.
+    Segment outside the box: sphere(r)-box contacts at both end points and at
+    the segment point closest to the box (exact: zero of the piecewise-linear
+    derivative of the squared distance). Both end contacts are kept when both
+    penetrate (deeper first), unless the middle is deeper than both by
+    ``_MID_MARGIN (r + length / 2)`` (a capsule lying across a box's edge or a
+    beam narrower than it): then the middle and the deeper end; otherwise the
+    single deepest candidate (ODE keeps one contact, the closest points).
+
+    Segment inside the box (its distance to the box below ``_INSIDE_DIST``, as
+    ODE 0.16 ``dCollideCapsuleBox``, capsule.cpp: ``dClosestLineBoxPoints``
+    then ``dCalcPointsDistance3(pl, pb) < mindist``): the closest points give
+    no normal, and ODE collides the capsule's bounding box (sides 2r, 2r,
+    length + 2r, the capsule's frame) with the box by ``dBoxBox``, one normal
+    for every contact; so does jaxode (:func:`box.box_box`, up to
+    ``BOX_BOX_NCON`` contacts). A ball at the segment point instead (one
+    contact) let a capsule pushed into a box pivot about that point while the
+    box-box patch holds it (fuzz world 14:2:417, issue 19).
     """
     c, a, h, r = _seg(g1)
+    crot = g1.rot
     bpos, brot, bsize = g2.pos, g2.rot, g2.size
     half = 0.5 * bsize
 
@@ -185,47 +191,16 @@ def capsule_box(g1: GeomWorld, g2: GeomWorld) -> Contact:
     mid = both & (cm[2] > first[2] + _MID_MARGIN * (r + h))
     slot0 = [jnp.where(mid, m, jnp.where(both, f, s)) for m, f, s in zip(cm, first, single)]
     slot1 = [jnp.where(mid, f, s) for f, s in zip(first, second)][:3] + [both]
+    outside = _pack(*[[u, w] for u, w in zip(slot0, slot1)])
+    pad = CAPSULE_BOX_NCON - 2
+    outside = Contact(*[jnp.concatenate([x, jnp.zeros((pad,) + x.shape[1:], x.dtype)])
+                        for x in outside])
 
-    # The segment itself inside the box (its closest point has no distance):
-    # the ball at one segment point under-reports the penetration (the rest of
-    # the segment stays inside; measured up to 0.2 m short on random poses,
-    # with normals that need not separate). The capsule is the segment swept
-    # by the ball, so its penetration is the segment's (exact by the SAT: the
-    # segment-box Minkowski sum is a prism whose faces are the 3 box face
-    # normals and the 3 crosses of the axis with the box edges) plus r.
-    # the segment clipped to the box's slabs: [lo, hi], empty when it misses
-    # the box (the closest point's own test fails by rounding: the search
-    # returns where the segment enters the box, on its surface)
-    ok_d = jnp.abs(d) > _DIV_EPS
-    t1, t2 = _safe_div(-half - o, d), _safe_div(half - o, d)
-    lo = jnp.max(jnp.where(ok_d, jnp.minimum(t1, t2), -h).clip(-h, h))
-    hi = jnp.min(jnp.where(ok_d, jnp.maximum(t1, t2), h).clip(-h, h))
-    seg_in = (hi > lo) & jnp.all(ok_d | (jnp.abs(o) < half))
-    eye = jnp.eye(3, dtype=o.dtype)
-    crosses = jnp.cross(d[None, :], eye)                      # (3, 3): d x e_i
-    cn2 = jnp.sum(crosses * crosses, -1)
-    cok = cn2 > 1e-12
-    crosses = crosses / jnp.sqrt(jnp.where(cok, cn2, 1.0))[:, None]
-    axes = jnp.concatenate([eye, crosses])                   # (6, 3) box frame
-    ax_ok = jnp.concatenate([jnp.ones(3, bool), cok])
-    proj_o = axes @ o
-    ovl = jnp.abs(axes) @ half + h * jnp.abs(axes @ d) - jnp.abs(proj_o)
-    ovl = jnp.where(ax_ok, ovl, jnp.inf)
-    k = jnp.argmin(ovl)
-    n_loc = axes[k] * jnp.where(proj_o[k] >= 0, 1.0, -1.0)
-    n_w = brot @ n_loc
-    hb = jnp.abs(n_loc) @ half
-    # the clipped segment's two ends carry the contacts
-    ends_in = [jnp.minimum(lo, hi), jnp.maximum(lo, hi)]
-    din = [hb + r - n_loc @ (o + ui * d) for ui in ends_in]
-    lo_first = din[0] >= din[1]
-    ui_sorted = [jnp.where(lo_first, ends_in[0], ends_in[1]), jnp.where(lo_first, ends_in[1], ends_in[0])]
-    d_sorted = [jnp.maximum(din[0], din[1]), jnp.minimum(din[0], din[1])]
-    # the deepest is the SAT depth (the segment's extreme along n lies in the box)
-    d_sorted[0] = jnp.maximum(d_sorted[0], ovl[k] + r)
-    two_in = (ends_in[1] - ends_in[0]) > _MID_MARGIN * (r + h)
-    in0 = [c + a * ui_sorted[0], n_w, d_sorted[0], jnp.asarray(True)]
-    in1 = [c + a * ui_sorted[1], n_w, d_sorted[1], two_in]
-    slot0 = [jnp.where(seg_in, x, y) for x, y in zip(in0, slot0)]
-    slot1 = [jnp.where(seg_in, x, y) for x, y in zip(in1, slot1)]
-    return _pack(*[[u, w] for u, w in zip(slot0, slot1)])
+    x = o + u_star * d  # the segment's closest point, box frame
+    gap2 = jnp.sum((x - jnp.clip(x, -half, half)) ** 2)
+    eps = _INSIDE_DIST[jnp.finfo(c.dtype).bits // 8]
+    inside = gap2 < eps * eps
+    cbox = GeomWorld(c, crot, jnp.stack([2 * r, 2 * r, 2 * h + 2 * r]))
+    bb = box_box(g2, cbox)  # ODE's dBoxBox(box, capsule's box): its axis order and ties
+    bb = bb._replace(normal=-bb.normal)  # into the capsule (geom 1)
+    return Contact(*[jnp.where(inside, u, w) for u, w in zip(bb, outside)])
