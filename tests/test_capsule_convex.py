@@ -33,6 +33,7 @@ from jaxode.sim.collision import convex as cv
 from jaxode.sim.collision.contact import GeomWorld, Hull
 
 from fast_compile import OPTIONS as _OPTS  # noqa: E402
+import truths  # noqa: E402
 
 BOX = np.array([0.5, 0.3, 0.4])
 _ANG = np.pi / 3 * np.arange(6)
@@ -120,31 +121,13 @@ def overlap(n, v, ends, r):
     return (v @ n.T).max(0) - (ends @ n.T).min(0) + r
 
 
-_K = 6000
-_I = np.arange(_K) + 0.5
-_PHI, _TH = np.arccos(1 - 2 * _I / _K), np.pi * (1 + 5 ** 0.5) * _I
-_FIB = np.stack([np.cos(_TH) * np.sin(_PHI), np.sin(_TH) * np.sin(_PHI), np.cos(_PHI)], 1)
+_FIB = truths.sphere_directions(6000)
 
 
 def search_depth(v, ends, r):
     """Brute-force min over directions of the overlap (an upper bound of the
-    depth, equal to it up to the search's reach): a dense sphere, then random
-    refinement from its 8 best directions."""
-    w = overlap(_FIB, v, ends, r)
-    rng = np.random.default_rng(0)
-    out = np.inf
-    for j in np.argsort(w)[:8]:
-        best, bv, step = _FIB[j], w[j], 0.02
-        while step > 1e-10:
-            c = best + step * rng.normal(size=(64, 3))
-            c /= np.linalg.norm(c, axis=1, keepdims=True)
-            o = overlap(c, v, ends, r)
-            if o.min() < bv:
-                best, bv = c[np.argmin(o)], o.min()
-            else:
-                step *= 0.5
-        out = min(out, bv)
-    return out
+    depth, equal to it up to the search's reach): tests/truths.py."""
+    return truths.min_over_directions(lambda n: overlap(n, v, ends, r), _FIB)
 
 
 def clipped(eq, ends):

@@ -19,6 +19,7 @@ from jaxode.sim.collision import capsule as cap
 from jaxode.sim.collision.contact import GeomWorld
 
 from fast_compile import OPTIONS as _OPTS  # noqa: E402
+import truths  # noqa: E402
 
 odelib = pytest.importorskip("tools.conformance.odelib")
 
@@ -76,10 +77,7 @@ def ode(i, p1, r1, s1, kind2, p2, r2, s2):
 
 
 # ------------------------------------------------ numpy penetration depth
-_K = 4000
-_I = np.arange(_K) + 0.5
-_PHI, _TH = np.arccos(1 - 2 * _I / _K), np.pi * (1 + 5 ** 0.5) * _I
-_FIB = np.stack([np.cos(_TH) * np.sin(_PHI), np.sin(_TH) * np.sin(_PHI), np.cos(_PHI)], 1)
+_FIB = truths.sphere_directions(4000)
 
 
 def overlap_capsule_box(n, p1, r1, s1, p2, r2, s2):
@@ -92,24 +90,9 @@ def overlap_capsule_box(n, p1, r1, s1, p2, r2, s2):
 
 def penetration_capsule_box(*g):
     """min over directions of the overlap (an upper bound of the penetration
-    depth, equal to it up to the search's reach): a dense sphere, then random
-    refinement from its 8 best directions (the overlap has narrow valleys
-    along the crosses of the capsule's axis with the box edges)."""
-    v = overlap_capsule_box(_FIB, *g)
-    rng = np.random.default_rng(0)
-    out = np.inf
-    for j in np.argsort(v)[:8]:
-        best, bv, step = _FIB[j], v[j], 0.02
-        while step > 1e-10:
-            c = best + step * rng.normal(size=(64, 3))
-            c /= np.linalg.norm(c, axis=1, keepdims=True)
-            w = overlap_capsule_box(c, *g)
-            if w.min() < bv:
-                best, bv = c[np.argmin(w)], w.min()
-            else:
-                step *= 0.5
-        out = min(out, bv)
-    return out
+    depth, equal to it up to the search's reach; the overlap has narrow valleys
+    along the crosses of the capsule's axis with the box edges): tests/truths.py."""
+    return truths.min_over_directions(lambda n: overlap_capsule_box(n, *g), _FIB)
 
 
 def segment_in_box(p1, r1, s1, p2, r2, s2):
