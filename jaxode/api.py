@@ -405,7 +405,7 @@ def _barrier_call(fn, args):
     them with its own arithmetic."""
     flat, tree = jax.tree.flatten(args)
     floats = [i for i, x in enumerate(flat) if jnp.issubdtype(jnp.result_type(x), jnp.floating)]
-    held = jax.lax.optimization_barrier([flat[i] for i in floats])
+    held = jm.barrier([flat[i] for i in floats])
     flat = list(flat)
     for i, x in zip(floats, held):
         flat[i] = x

@@ -114,7 +114,8 @@ class Model:
       (static): the joints in the order ODE's island walk hands them to
       QuickStep (:func:`jaxode.build.builder.ode_joint_order`; empty: group order),
       the order of the joint rows the solver sweeps.
-    Solver: iterations (QuickStep iterations, static), solver name, reorder_seed
+    Solver: iterations (QuickStep iterations, static), solver name ("auto": pgs
+      on a CPU, colored on a GPU, at trace time; :func:`jaxode.sim.solver.resolve`), reorder_seed
       (the seed of ODE's generator for pgs' row shuffles, static), reorder
       (which rows pgs shuffles: "joints" or "ode", static; see
       docs/ODE_FEATURES.md 6); batch_tile (static): worlds per tile when a batch
@@ -174,7 +175,7 @@ class Model:
     joint_index: tuple = static_field(default=())
     joint_order: tuple = static_field(default=())
     iterations: int = static_field(default=20)
-    solver: str = static_field(default="pgs")
+    solver: str = static_field(default="auto")
     friction_cone: bool = static_field(default=False)
     angular_friction: bool = static_field(default=False)
     material_names: tuple = static_field(default=())

@@ -213,8 +213,11 @@ class WorldBuilder:
     *_damping_threshold >= 0 [m/s, rad/s]; max_angular_speed > 0 [rad/s]
     (inf = no limit); friction_model: the default for surfaces that name none
     ("pyramid", "box" or "cone"; see :class:`jaxode.Surface`); solver: how
-    QuickStep's rows are swept, ``"pgs"`` (row after row in QuickStep's order,
-    :mod:`jaxode.sim.solver`; the default) or ``"colored"`` (the same Gauss-Seidel
+    QuickStep's rows are swept: ``"auto"`` (the default: ``"pgs"`` when the
+    step is traced for a CPU, ``"colored"`` for a GPU, each the faster there by
+    measurement, bench/RESULTS.md; :func:`jaxode.sim.solver.resolve`), ``"pgs"``
+    (row after row in QuickStep's order, :mod:`jaxode.sim.solver`; the
+    conformance reference) or ``"colored"`` (the same Gauss-Seidel
     sweeps with the rows sorted by a greedy graph colouring, each colour
     updated at once, :mod:`jaxode.sim.solver.colored`; for GPUs), both with
     ``iterations`` and ``sor``, or ``"direct"``: ODE's big-matrix ``dWorldStep``
@@ -250,17 +253,18 @@ class WorldBuilder:
                  angular_damping: float = 0.0, linear_damping_threshold: float = 0.01,
                  angular_damping_threshold: float = 0.01,
                  max_angular_speed: float = math.inf, friction_model: str = "pyramid",
-                 solver: str = "pgs", reorder_seed: int = 0, auto_disable: bool = False,
+                 solver: str = "auto", reorder_seed: int = 0, auto_disable: bool = False,
                  auto_disable_linear_threshold: float = 0.01,
                  auto_disable_angular_threshold: float = 0.01,
                  auto_disable_average_samples: int = 1, auto_disable_steps: int = 10,
                  auto_disable_time: float = 0.0, reorder: str = "joints"):
-        if solver not in self.SOLVERS:
-            raise ValueError(f"solver must be one of {self.SOLVERS} (got {solver!r})")
+        if solver not in (pipeline.AUTO_SOLVER,) + self.SOLVERS:
+            raise ValueError(f"solver must be one of {(pipeline.AUTO_SOLVER,) + self.SOLVERS} "
+                             f"(got {solver!r})")
         self.solver = solver
         if reorder not in REORDERS:
             raise ValueError(f"reorder must be one of {REORDERS} (got {reorder!r})")
-        if reorder == "ode" and solver != "pgs":
+        if reorder == "ode" and solver not in ("pgs", pipeline.AUTO_SOLVER):
             raise ValueError(f"reorder='ode' (ODE 0.16's shuffle of every row) needs solver "
                              f"'pgs' (got solver {solver!r})")
         self.reorder = reorder

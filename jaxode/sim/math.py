@@ -63,3 +63,19 @@ def sinc(x: jax.Array) -> jax.Array:
     small = jnp.abs(x) < 1e-4
     xs = jnp.where(small, 1.0, x)
     return jnp.where(small, 1.0 - x * x / 6.0, jnp.sin(xs) / xs)
+
+
+@jax.custom_jvp
+def barrier(xs):
+    """``jax.lax.optimization_barrier(xs)`` (a pytree): XLA may neither fold
+    through it nor move work across it. Differentiable on every JAX: the
+    tangents pass through unbarriered (JAX 0.11 and 0.12 bind the primals and
+    tangents in one barrier, and reverse mode then fails to transpose it:
+    "DynamicJaxprTracer has no attribute accum")."""
+    return jax.lax.optimization_barrier(xs)
+
+
+@barrier.defjvp
+def _barrier_jvp(primals, tangents):
+    (xs,), (ts,) = primals, tangents
+    return barrier(xs), ts

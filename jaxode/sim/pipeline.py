@@ -15,6 +15,7 @@ from jaxode.types import Model, Params, State
 
 # Model.solver values (see jaxode.sim.solver): the row orders and "direct".
 SOLVERS = solver.SOLVERS
+AUTO_SOLVER = solver.AUTO   # the default: per backend (solver.resolve)
 
 
 def physics_step(model: Model, state: State, params: Params, dt: jax.Array) -> State:

@@ -42,6 +42,7 @@ import numpy as np
 from jax.custom_batching import custom_vmap
 
 from jaxode.sim.constraint import Rows
+from jaxode.sim.math import barrier
 from jaxode.sim.solver import core
 from jaxode.sim.solver.core import Prepared
 
@@ -177,7 +178,7 @@ def solver(sweeps, iterations: int, block: int, cone: bool, tile: int = AUTO, **
         # behind a barrier, so that XLA cannot see the copies as a broadcast and
         # move reductions over a row's components inside it (they would then sum
         # in another order than in a batch)
-        wm = jax.lax.optimization_barrier(tuple(_to_world_minor(d, False, MIN_WORLDS)
+        wm = barrier(tuple(_to_world_minor(d, False, MIN_WORLDS)
                                                 for d in data))
         p = _problem(idx, wm)
         out = sweeps(p, iterations, block, cone, **options, **extra)
@@ -203,7 +204,7 @@ def solver(sweeps, iterations: int, block: int, cone: bool, tile: int = AUTO, **
             # fuses each transpose into every consumer of the rows (the Jacobian
             # is read by five of preparation's kernels), each then reading the
             # batch-major input at a stride of a world's row table.
-            wm = jax.lax.optimization_barrier(wm)
+            wm = barrier(wm)
             out = sweeps(_problem(idx, wm), iterations, block, cone, live=True, **options)
             return tuple(jnp.moveaxis(o[..., :axis_size], -1, 0) for o in out)
 
@@ -222,7 +223,7 @@ def solver(sweeps, iterations: int, block: int, cone: bool, tile: int = AUTO, **
                 # every tile (the tile axis stays split; the loop over tiles is not)
                 return jnp.moveaxis(d.reshape((t, n) + d.shape[1:]), 0, -1)
 
-            wm = jax.lax.optimization_barrier(
+            wm = barrier(
                 tuple(tiles(d, b) for d, b in zip(data, in_batched[NIDX:])))
 
             def one_tile(tile):
