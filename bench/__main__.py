@@ -121,7 +121,8 @@ def phases(model, final) -> int:
     def count(s):
         b = dynamics.bodies(model, model.params, s, DT)
         rows = rowset.build(model, model.params, b, narrowphase.detect(model, s))
-        return solver.sequential_updates(model.solver, rows, model.nbody)
+        return solver.sequential_updates(solver.resolve(model.solver, model.reorder), rows,
+                                         model.nbody)
 
     return int(count(s)) * model.iterations
 

@@ -233,6 +233,32 @@ def test_unknown_solver_is_refused_by_builder_and_step():
         jaxode.step(model.replace(solver="jacobi"), jaxode.init(model), 0.01)
 
 
+def test_auto_solver_is_pgs_on_cpu_and_colored_on_gpu():
+    """``solver="auto"`` (the default) takes the order measured fastest per backend
+    (bench/RESULTS.md: pgs on a CPU, colored on a GPU); ODE's full row shuffle
+    (reorder="ode") exists for pgs only. On this CPU an auto model steps exactly as
+    pgs does (the same program), and differently from colored once rows share bodies."""
+    assert solver.resolve("auto", backend="cpu") == "pgs"
+    assert solver.resolve("auto", backend="gpu") == "colored"
+    assert solver.resolve("auto", reorder="ode", backend="gpu") == "pgs"
+    assert solver.resolve("colored", backend="cpu") == "colored"
+    assert jaxode.WorldBuilder().solver == "auto"
+    b = jaxode.WorldBuilder(gravity=(0, 0, -G))
+    b.add_plane()
+    m = jaxode.mass.box(size=(0.2, 0.2, 0.2), total=1.0)
+    for k in range(3):
+        i = b.add_body(pos=(0.01 * k, 0.0, 0.1 + 0.21 * k), mass=m)
+        b.add_box((0.2,) * 3, body=i)
+    model = b.build()
+    assert model.solver == "auto" and jax.default_backend() == "cpu"
+    s0 = jaxode.init(model)
+    auto, pgs, col = (jax.jit(lambda s, m=model.replace(solver=n):
+                              jaxode.rollout(m, s, 30, 0.01)[0])(s0)
+                      for n in ("auto", "pgs", "colored"))
+    assert np.array_equal(np.asarray(auto.pos), np.asarray(pgs.pos))
+    assert not np.array_equal(np.asarray(auto.pos), np.asarray(col.pos))
+
+
 # ------------------------------------------------------------------ scenes (float32)
 def test_box_pyramid_stands():
     """Static equilibrium: 4 + 3 + 2 + 1 boxes (upper ones across two below)

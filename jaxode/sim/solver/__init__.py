@@ -29,6 +29,27 @@ from jaxode.sim.solver.core import cone_project, friction_bounds
 SWEEPS = {"pgs": pgs.sweeps, "colored": colored.sweeps}
 # Model.solver values: the sweeps, and ODE's big-matrix stepper (dWorldStep).
 SOLVERS = (*SWEEPS, "direct")
+# Model.solver's default: the sweep order measured fastest on the default backend
+# (resolved at trace time by :func:`resolve`).
+AUTO = "auto"
+# auto's choice per backend (bench/RESULTS.md): on a CPU pgs ran 1.4-3.4x colored
+# at every batch size (session 14: a tile's row loop is one compiled function);
+# on a GPU (one H200, session 15) colored ran 1.3-3.5x pgs at every batch size
+# (colour phases are wide; the step's cost there is its count of loop trips).
+AUTO_BY_BACKEND = {"cpu": "pgs", "gpu": "colored", "cuda": "colored", "rocm": "colored"}
+
+
+def resolve(name: str, reorder: str = "joints", backend: str = None) -> str:
+    """The solver a model with ``solver=name`` runs: ``name`` itself, or for
+    ``"auto"`` the one measured fastest on ``backend`` (default: JAX's default
+    backend when the step is traced; :data:`AUTO_BY_BACKEND`, ``pgs`` for any
+    other): ``pgs`` on a CPU, ``colored`` on a GPU. ``reorder="ode"`` (ODE's
+    shuffle of every row) exists for pgs only, so auto then takes pgs."""
+    if name != AUTO:
+        return name
+    if reorder == "ode":
+        return "pgs"
+    return AUTO_BY_BACKEND.get(backend or jax.default_backend(), "pgs")
 
 
 class Solution(NamedTuple):
@@ -108,26 +129,27 @@ def ode_row_orders(rows, rng, iterations: int):
 
 
 def solve_rows(model, rows, bodies, params, time=0.0, rng=None) -> Solution:
-    """The solve stage: ``model.solver`` on a :class:`jaxode.sim.records.RowSet` with the
+    """The solve stage: ``model.solver`` (``"auto"``: :func:`resolve`) on a :class:`jaxode.sim.records.RowSet` with the
     bodies' inverse masses, world inverse inertia and QuickStep's right-hand side
     (:class:`jaxode.sim.records.Bodies`), ``params.sor`` and ``model.iterations``.
     With ``model.reorder == "ode"`` every row is shuffled as ODE 0.16 does, from
     ODE's generator state ``rng`` (``State.rng``); the Solution carries the new
     state."""
     dtype = bodies.rhs.dtype
-    if model.solver == "direct":
+    name = resolve(model.solver, model.reorder)
+    if name == "direct":
         return solve_direct(model, rows, bodies)
     if model.reorder == "ode":
-        if model.solver != "pgs" or model.friction_cone:
+        if name != "pgs" or model.friction_cone:
             raise ValueError("reorder='ode' (ODE 0.16's shuffle of every row) needs solver "
                              "'pgs' and no cone friction (Gazebo's cone model is not ODE's "
-                             f"QuickStep) (got solver {model.solver!r}, friction_cone "
+                             f"QuickStep) (got solver {name!r}, friction_cone "
                              f"{bool(model.friction_cone)})")
         if rng is None:
             raise ValueError("reorder='ode' needs ODE's generator state: State.rng is None "
                              "(make the state with jaxode.init(model))")
         orders, rng_new = ode_row_orders(rows, rng, model.iterations)
-        sol = solve(model.solver, rows.head, rows.tail, bodies.inv_mass, bodies.inv_inertia,
+        sol = solve(name, rows.head, rows.tail, bodies.inv_mass, bodies.inv_inertia,
                     bodies.rhs, bodies.h, jnp.asarray(params.sor, dtype), model.iterations,
                     block=rows.block, cone=False, cone_rows=rows.cone_rows, orders=orders,
                     tile=model.batch_tile)
@@ -135,8 +157,8 @@ def solve_rows(model, rows, bodies, params, time=0.0, rng=None) -> Solution:
     # QuickStep's shuffles of the joint rows at iterations 8, 16, ... (pgs.py)
     # box-model friction rows among the normal rows, as ODE orders them (pgs.py)
     options = ({"reorder": rows.njoint_rows, "box_head": bool(model.friction_box),
-                "seed": int(model.reorder_seed)} if model.solver == "pgs" else {})
-    return solve(model.solver, rows.head, rows.tail, bodies.inv_mass, bodies.inv_inertia,
+                "seed": int(model.reorder_seed)} if name == "pgs" else {})
+    return solve(name, rows.head, rows.tail, bodies.inv_mass, bodies.inv_inertia,
                  bodies.rhs, bodies.h, jnp.asarray(params.sor, dtype), model.iterations,
                  block=rows.block, cone=model.friction_cone, cone_rows=rows.cone_rows,
                  step=jnp.round(time / bodies.h).astype(jnp.int32), tile=model.batch_tile,
@@ -199,6 +221,6 @@ def solve_colored(head, tail, inv_mass, inv_inertia, rhs_body, h, sor, iteration
                        iterations, block, cone, cone_rows, colours=colours))[:3]
 
 
-__all__ = ["COLOURS", "SOLVERS", "SWEEPS", "Solution", "colour", "cone_project", "friction_bounds",
+__all__ = ["AUTO", "COLOURS", "SOLVERS", "resolve", "SWEEPS", "Solution", "colour", "cone_project", "friction_bounds",
            "sequential_updates", "solve", "solve_colored", "solve_direct", "solve_pgs",
            "solve_rows"]
