@@ -53,8 +53,11 @@ def _world(tree, i):
 
 
 def _run_batch(model, states, params):
+    # on one device: jaxode.batch shards a batch over the CPU devices with jaxlib
+    # 0.11+, and a batch split over devices is not bitwise (see the test below)
+    one = jax.devices()[0]
     f = jax.jit(jax.vmap(lambda s, p: jaxode.rollout(model, s, STEPS, DT, params=p)[1]))
-    return f(states, params)
+    return f(jax.device_put(states, one), jax.device_put(params, one))
 
 
 def _check(model):
@@ -87,6 +90,26 @@ def test_world_is_bitwise_the_same_alone_and_in_any_batch():
 def test_world_is_bitwise_the_same_alone_and_in_any_batch_x64():
     with jax.enable_x64(True):
         _check(_model())
+
+
+@pytest.mark.skipif(len(jax.devices()) < 2, reason="needs 2 or more XLA devices")
+@pytest.mark.xfail(strict=True, reason="known gap (bench/RESULTS.md, session 15): a batch split "
+                   "over several XLA CPU devices (jaxode.shard_worlds, or jaxode.batch with "
+                   "jaxlib 0.11+) rounds a hinge chain differently from the second step of a "
+                   "rollout on (jit with sharded inputs and map_worlds alike); cause not found")
+def test_world_in_a_batch_split_over_devices_is_bitwise_the_same_alone():
+    model = _model()
+    s0 = jaxode.init(model)
+    params5 = _batch_params(model, 5, seed=1)
+    mine = _world(params5, 2)
+    alone = jaxode.rollout(model, s0, STEPS, DT, params=mine)[1]
+    params8 = jax.tree.map(lambda a, m: a.at[0].set(m), _batch_params(model, 8, seed=7), mine)
+    mesh = jaxode.world_mesh()
+    f = jax.jit(jax.vmap(lambda s, p: jaxode.rollout(model, s, STEPS, DT, params=p)[1]))
+    got = f(jaxode.shard_worlds(jaxode.batch(s0, 8), mesh), jaxode.shard_worlds(params8, mesh))
+    for name in ("pos", "quat", "vel", "angvel"):
+        np.testing.assert_array_equal(np.asarray(getattr(got, name)[0]),
+                                      np.asarray(getattr(alone, name)))
 
 
 def test_fma_contraction_is_off_where_jaxode_set_the_flags():

@@ -254,7 +254,7 @@ def contact_rows(model: Model, params: Params, contacts: Contacts, body_pos: jax
     # the contact plane; else dPlaneSpace(n).
     # (turned per geom, then read per contact: a contact's (3, 3) rotation
     # gathered per world cost more than the whole friction frame)
-    fdir_world = jnp.einsum("gij,gj->gi", grot, p.fdir1)
+    fdir_world = jm.einsum("gij,gj->gi", grot, p.fdir1)
     f1, f2 = fdir_world[g1], fdir_world[g2]
     has1 = (jnp.sum(p.fdir1 ** 2, -1) > 0)[g1]
     fd = jnp.where(has1[:, None], f1, f2)

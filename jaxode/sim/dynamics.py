@@ -50,7 +50,7 @@ def accelerate(b: Bodies, rows: RowSet) -> Bodies:
     force = b.force + rows.joint_wrench[:, :3]
     torque = b.torque + rows.joint_wrench[:, 3:]
     acc_lin = b.inv_mass[:nb, None] * force
-    acc_ang = jnp.einsum("nij,nj->ni", b.inv_inertia[:nb], torque)
+    acc_ang = jm.einsum("nij,nj->ni", b.inv_inertia[:nb], torque)
     vel, angvel = b.vel[:nb], b.angvel[:nb]
     rhs = _pad(-jnp.concatenate([vel / b.h + acc_lin, angvel / b.h + acc_ang], axis=-1))
     return b.replace(force=force, torque=torque, acc=jnp.concatenate([acc_lin, acc_ang], -1),

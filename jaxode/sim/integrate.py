@@ -26,7 +26,7 @@ from jaxode.sim import math as jm
 
 def world_inertia(rot: jax.Array, inertia_body: jax.Array) -> jax.Array:
     """``R I R^T`` for (N, 3, 3) rotations and body-frame tensors."""
-    return jnp.einsum("nij,njk,nlk->nil", rot, inertia_body, rot)
+    return jax.vmap(lambda r, i: jm.mm(jm.mm(r, i), r.T))(rot, inertia_body)
 
 
 def _cross_minus(a: jax.Array) -> jax.Array:
@@ -65,10 +65,10 @@ def inverse3(m: jax.Array) -> jax.Array:
 
 def gyroscopic_torque(inertia_world: jax.Array, angvel: jax.Array, h: jax.Array) -> jax.Array:
     """Implicit gyroscopic torque of ODE 0.16 for one body [N m]."""
-    L = inertia_world @ angvel
+    L = jm.mm(inertia_world, angvel)
     itild = inertia_world + h * _cross_minus(L)
     inv, ok = _inv3(itild)
-    tau = (inertia_world @ inv - jnp.eye(3, dtype=angvel.dtype)) @ (L / h)
+    tau = jm.mm(jm.mm(inertia_world, inv) - jnp.eye(3, dtype=angvel.dtype), L / h)
     return jnp.where(ok, tau, 0.0)
 
 

@@ -21,8 +21,8 @@ def geom_poses(model: Model, pos: jax.Array, quat: jax.Array) -> tuple[jax.Array
     bq = body_quat[model.geom_body]
     bp = body_pos[model.geom_body]
     brot = jax.vmap(jm.quat_to_mat)(bq)
-    gpos = bp + jnp.einsum("gij,gj->gi", brot, model.geom_pos)
-    grot = jnp.einsum("gij,gjk->gik", brot, jax.vmap(jm.quat_to_mat)(model.geom_quat))
+    gpos = bp + jm.einsum("gij,gj->gi", brot, model.geom_pos)
+    grot = jm.einsum("gij,gjk->gik", brot, jax.vmap(jm.quat_to_mat)(model.geom_quat))
     return gpos, grot
 
 
@@ -34,7 +34,7 @@ def geom_aabbs(model: Model, gpos: jax.Array, grot: jax.Array) -> tuple[jax.Arra
     size = model.geom_size
     t = model.geom_type[:, None]
     r = size[:, 0:1]
-    half_box = 0.5 * jnp.einsum("gij,gj->gi", jnp.abs(grot), size)
+    half_box = 0.5 * jm.einsum("gij,gj->gi", jnp.abs(grot), size)
     axis = grot[:, :, 2]
     half_caps = jnp.abs(axis) * (0.5 * size[:, 1:2]) + r
     # cylinder: the cap discs' extent r * sqrt(1 - axis_i^2) plus the half axis;
@@ -58,7 +58,7 @@ def geom_aabbs(model: Model, gpos: jax.Array, grot: jax.Array) -> tuple[jax.Arra
     for tables, g in ((model.convex_hulls, model.convex_geom),
                       (model.trimeshes, model.trimesh_geom)):
         if tables is not None:
-            v = gpos[g][:, None, :] + jnp.einsum("hij,hvj->hvi", grot[g],
+            v = gpos[g][:, None, :] + jm.einsum("hij,hvj->hvi", grot[g],
                                                  tables.verts.astype(gpos.dtype))
             lo = lo.at[g].set(jnp.min(v, axis=1))
             hi = hi.at[g].set(jnp.max(v, axis=1))

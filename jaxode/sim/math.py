@@ -40,7 +40,7 @@ def quat_normalize(q: jax.Array) -> jax.Array:
 
 def rotate(q: jax.Array, v: jax.Array) -> jax.Array:
     """Rotate vector ``v`` (body frame) into the world frame by ``q``."""
-    return quat_to_mat(q) @ v
+    return mm(quat_to_mat(q), v)
 
 
 def plane_space(n: jax.Array) -> tuple[jax.Array, jax.Array]:
@@ -79,3 +79,50 @@ def barrier(xs):
 def _barrier_jvp(primals, tangents):
     (xs,), (ts,) = primals, tangents
     return barrier(xs), ts
+
+
+def mm(a: jax.Array, b: jax.Array) -> jax.Array:
+    """``a @ b`` (``jnp.matmul``'s shapes: vectors, matrices, stacks of them)
+    written as a broadcast product and a sum over the contracted axis (the
+    terms added in index order).
+
+    XLA's CPU backend lowers a ``dot`` by its size (a loop, a tiled kernel or a
+    library call), and a ``vmap`` changes the size, so the same world's product
+    summed in another order alone and in a batch (box-plane's corners were
+    1 ulp apart at 5 worlds with jax 0.10: the world's trajectory then left its
+    trajectory alone); an elementwise product and a reduction sum in one order
+    whatever the batch. Meant for the step's small per-world products."""
+    a_vec, b_vec = a.ndim == 1, b.ndim == 1
+    a2 = a[None, :] if a_vec else a
+    b2 = b[:, None] if b_vec else b
+    out = jnp.sum(a2[..., :, :, None] * b2[..., None, :, :], axis=-2)
+    if b_vec:
+        out = out[..., 0]
+    if a_vec:
+        out = out[..., 0] if b_vec else out[..., 0, :]
+    return out
+
+
+def einsum(spec: str, *ops: jax.Array) -> jax.Array:
+    """``jnp.einsum(spec, *ops)`` (explicit ``->`` form, no ellipsis) as a
+    broadcast product and a sum over the contracted indices, which lead the
+    product's axes (a sum over non-minor axes: one order of adds whatever the
+    batch; see :func:`mm`)."""
+    ins, out = spec.replace(" ", "").split("->")
+    ins = ins.split(",")
+    if len(ins) != len(ops):
+        raise ValueError(f"einsum {spec!r} got {len(ops)} operands")
+    letters = [c for s in ins for c in s]
+    contracted = [c for c in dict.fromkeys(letters) if c not in out]
+    order = contracted + list(out)
+    prod = None
+    for s, x in zip(ins, ops):
+        if len(s) != x.ndim:
+            raise ValueError(f"einsum {spec!r}: operand {s!r} has shape {x.shape}")
+        perm = sorted(range(len(s)), key=lambda k: order.index(s[k]))
+        y = jnp.transpose(x, perm)
+        have = [s[k] for k in perm]
+        shape = [y.shape[have.index(c)] if c in have else 1 for c in order]
+        y = y.reshape(shape)
+        prod = y if prod is None else prod * y
+    return jnp.sum(prod, axis=tuple(range(len(contracted)))) if contracted else prod

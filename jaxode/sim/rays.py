@@ -36,6 +36,7 @@ from jaxode.sim import kinematics
 from jaxode.sim.collision import heightfield as hfc
 from jaxode.sim.collision import contact as ct
 from jaxode.types import Model, State
+from jaxode.sim import math as jm
 
 _TINY = 1e-30
 
@@ -65,8 +66,8 @@ def _unit(v, fallback):
 
 def _sphere_interval(s, v, r):
     """Ray s + t v (v unit) against the ball |x| <= r: (t_in, t_out), empty as (inf, -inf)."""
-    b = s @ v
-    c = s @ s - r * r
+    b = jm.mm(s, v)
+    c = jm.mm(s, s) - r * r
     k = b * b - c
     ok = k >= 0
     sk = jnp.sqrt(jnp.where(ok, k, 0.0))
@@ -99,8 +100,8 @@ def ray_geom(origin, direction, gtype, pos, rot, size):
     surface normals at its ends. ``gtype``/``size`` as the model's geom tables.
     """
     dt = origin.dtype
-    s = rot.T @ (origin - pos)  # local frame
-    v = rot.T @ direction
+    s = jm.mm(rot.T, origin - pos)  # local frame
+    v = jm.mm(rot.T, direction)
     r, length = size[0], size[1]
     h = 0.5 * length
     ez = jnp.array([0.0, 0.0, 1.0], dt)
@@ -159,7 +160,7 @@ def ray_geom(origin, direction, gtype, pos, rot, size):
     empty = ~(t_in <= t_out) | ~known
     t_in = jnp.where(empty, jnp.inf, t_in)
     t_out = jnp.where(empty, -jnp.inf, t_out)
-    return t_in, t_out, rot @ n_in, rot @ n_out
+    return t_in, t_out, jm.mm(rot, n_in), jm.mm(rot, n_out)
 
 
 def ray_convex(origin, direction, normals, offsets):
@@ -167,8 +168,8 @@ def ray_convex(origin, direction, normals, offsets):
     planes ``normals @ x <= offsets`` (F, 3), (F,): (t_in, t_out, n_in, n_out)
     as ``ray_geom`` (t_in = inf on a miss). A ray parallel to a face plane
     and outside it misses; on the plane it counts as inside (as the box)."""
-    v = normals @ direction
-    s = offsets - normals @ origin  # > 0: the origin is inside that plane
+    v = jm.mm(normals, direction)
+    s = offsets - jm.mm(normals, origin)  # > 0: the origin is inside that plane
     lo, hi = _slab_half(s, v)
     i_in, i_out = jnp.argmax(lo), jnp.argmin(hi)
     t_in, t_out = lo[i_in], hi[i_out]
@@ -189,13 +190,13 @@ def ray_trimesh(origin, direction, a, b, c, normals):
     s = origin - a
     u = jnp.sum(s * p, -1) * inv
     q = jnp.cross(s, e1)
-    v = (q @ direction) * inv
+    v = (jm.mm(q, direction)) * inv
     t = jnp.sum(e2 * q, -1) * inv
     hit = ok & (u >= 0) & (v >= 0) & (u + v <= 1) & (t >= 0)
     t = jnp.where(hit, t, jnp.inf)
     i = jnp.argmin(t)
     n = normals[i]
-    return t[i], jnp.where(n @ direction > 0, -n, n)
+    return t[i], jnp.where(jm.mm(n, direction) > 0, -n, n)
 
 
 def _slab_half(s, v):
@@ -321,8 +322,8 @@ def raycast(model: Model, state: State, origins, directions, max_dist=jnp.inf,
     if model.convex_hulls is not None:  # convex hulls: their face planes, one column each
         gc = model.convex_geom
         hulls = model.convex_hulls
-        normals = jnp.einsum("hij,hfj->hfi", grot[gc], hulls.normals.astype(dtype))
-        offsets = hulls.offsets.astype(dtype) + jnp.einsum("hfi,hi->hf", normals, gpos[gc])
+        normals = jm.einsum("hij,hfj->hfi", grot[gc], hulls.normals.astype(dtype))
+        offsets = hulls.offsets.astype(dtype) + jm.einsum("hfi,hi->hf", normals, gpos[gc])
         per_hull = jax.vmap(ray_convex, in_axes=(None, None, 0, 0))
         tc_in, tc_out, nc_in, nc_out = jax.vmap(per_hull, in_axes=(0, 0, None, None))(
             o, d, normals, offsets)  # (R, nhull)
@@ -332,9 +333,9 @@ def raycast(model: Model, state: State, origins, directions, max_dist=jnp.inf,
     if model.trimeshes is not None:  # triangle meshes: every triangle, one column each
         gm = model.trimesh_geom
         ms = model.trimeshes
-        verts = gpos[gm][:, None, :] + jnp.einsum("mij,mvj->mvi", grot[gm], ms.verts.astype(dtype))
+        verts = gpos[gm][:, None, :] + jm.einsum("mij,mvj->mvi", grot[gm], ms.verts.astype(dtype))
         corners = jax.vmap(lambda v, t: v[t])(verts, ms.tris)  # (nmesh, T, 3, 3)
-        normals = jnp.einsum("mij,mtj->mti", grot[gm], ms.normals.astype(dtype))
+        normals = jm.einsum("mij,mtj->mti", grot[gm], ms.normals.astype(dtype))
         per_mesh = jax.vmap(ray_trimesh, in_axes=(None, None, 0, 0, 0, 0))
         tm, nm = jax.vmap(per_mesh, in_axes=(0, 0, None, None, None, None))(
             o, d, corners[:, :, 0], corners[:, :, 1], corners[:, :, 2], normals)  # (R, nmesh)

@@ -25,6 +25,8 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 
+from jaxode.sim import math as jm
+
 from .contact import Contact, GeomWorld, coord_scale, touching
 
 BOX_PLANE_NCON = 4
@@ -60,8 +62,8 @@ def box_plane(g1: GeomWorld, g2: GeomWorld) -> Contact:
     dt = g1.pos.dtype
     n = g2.rot[:, 2]
     half = 0.5 * g1.size
-    corners = g1.pos + (jnp.asarray(_CORNER_SIGNS, dt) * half) @ g1.rot.T  # (8,3)
-    depth_all = jnp.dot(g2.pos, n) - corners @ n
+    corners = g1.pos + jm.mm(jnp.asarray(_CORNER_SIGNS, dt) * half, g1.rot.T)  # (8,3)
+    depth_all = jm.mm(g2.pos, n) - jm.mm(corners, n)
     depth, idx = jax.lax.top_k(depth_all, BOX_PLANE_NCON)
     depth, valid = touching(depth, coord_scale(g1.pos, g2.pos, half))
     normal = jnp.broadcast_to(n, (BOX_PLANE_NCON, 3))
@@ -176,20 +178,6 @@ def _reduce(pos, depth, valid, k, flat_tol=None):
     return sel[order], ok[order]
 
 
-def _mm(a, b):
-    """``a @ b`` for vectors and small matrices as a product and a sum over the
-    contracted axis (terms added in index order, as XLA's dot), which XLA
-    fuses with its neighbours; a batched dot is a kernel of its own on CPU."""
-    a2 = a if a.ndim == 2 else a[None, :]
-    b2 = b if b.ndim == 2 else b[:, None]
-    out = jnp.sum(a2[:, :, None] * b2[None, :, :], axis=1)
-    if b.ndim == 1:
-        out = out[:, 0]
-    if a.ndim == 1:
-        out = out[0]
-    return out
-
-
 def box_box(g1: GeomWorld, g2: GeomWorld) -> Contact:
     """Box (g1) against box (g2), ODE dBoxBox: 15-axis SAT, face clipping or
     a single edge-edge contact; at most 4 contacts, deepest first."""
@@ -201,12 +189,12 @@ def box_box(g1: GeomWorld, g2: GeomWorld) -> Contact:
 
     # --- separating axis test -------------------------------------------
     af = jnp.concatenate([R1.T, R2.T], axis=0)  # (6,3) face axes (rows)
-    pf = _mm(jnp.abs(_mm(af, R1)), h1) + _mm(jnp.abs(_mm(af, R2)), h2) - jnp.abs(_mm(af, d))
+    pf = jm.mm(jnp.abs(jm.mm(af, R1)), h1) + jm.mm(jnp.abs(jm.mm(af, R2)), h2) - jnp.abs(jm.mm(af, d))
     cr = jnp.cross(R1.T[:, None, :], R2.T[None, :, :]).reshape(9, 3)
     ue, eok = _safe_normalize(cr)
-    ad = jnp.abs(_mm(ue, d))
-    ue1, ue2 = jnp.abs(_mm(ue, R1)), jnp.abs(_mm(ue, R2))
-    pe = _mm(ue1, h1) + _mm(ue2, h2) - ad
+    ad = jnp.abs(jm.mm(ue, d))
+    ue1, ue2 = jnp.abs(jm.mm(ue, R1)), jnp.abs(jm.mm(ue, R2))
+    pe = jm.mm(ue1, h1) + jm.mm(ue2, h2) - ad
     # ODE 0.16's dBoxBox compares the edge axes' plain penetrations (no fudge2
     # on |R_ij|: that is Bullet's btBoxBoxDetector; with it jaxode took a face
     # where libode takes a near-tie edge)
@@ -237,7 +225,7 @@ def box_box(g1: GeomWorld, g2: GeomWorld) -> Contact:
 
     # --- face case: clip incident face against reference face --------------
     u = af[bf]
-    n_face = u * _sgn(_mm(u, d))  # from box2 into box1
+    n_face = u * _sgn(jm.mm(u, d))  # from box2 into box1
     ref1 = bf < 3
     a = bf % 3
     p_ref, R_ref, h_ref = (jnp.where(ref1, x, y) for x, y in ((p1, p2), (R1, R2), (h1, h2)))
@@ -247,7 +235,7 @@ def box_box(g1: GeomWorld, g2: GeomWorld) -> Contact:
     i1, i2 = (a + 1) % 3, (a + 2) % 3
     t1, t2 = R_ref[:, i1], R_ref[:, i2]
     e1, e2 = h_ref[i1], h_ref[i2]
-    proj = _mm(n_ref, R_inc)
+    proj = jm.mm(n_ref, R_inc)
     b = jnp.argmax(jnp.abs(proj))
     c_inc = p_inc - _sgn(proj[b]) * R_inc[:, b] * h_inc[b]
     b1, b2 = (b + 1) % 3, (b + 2) % 3
@@ -255,26 +243,26 @@ def box_box(g1: GeomWorld, g2: GeomWorld) -> Contact:
     verts = (c_inc + fs[:, :1] * (h_inc[b1] * R_inc[:, b1])
              + fs[:, 1:] * (h_inc[b2] * R_inc[:, b2]))  # (4,3) cyclic
     frame = jnp.stack([t1, t2, n_ref], axis=1)  # world -> ref-local via rel @ frame
-    loc = _mm(verts - c_ref, frame)
+    loc = jm.mm(verts - c_ref, frame)
     poly = jnp.concatenate([loc, jnp.zeros((4, 3), dt)], axis=0)
     poly, cnt = _clip_rect(poly, jnp.asarray(4), e1, e2)
     fdepth, ftouch = touching(-poly[:, 2], scale)
     fvalid = (jnp.arange(poly.shape[0]) < cnt) & ftouch
-    fpos = c_ref + _mm(poly, frame.T)  # point on the incident face (ODE)
+    fpos = c_ref + jm.mm(poly, frame.T)  # point on the incident face (ODE)
     sel, fok = _reduce(fpos, fdepth, fvalid, K)
     face_pos, face_depth = fpos[sel], fdepth[sel]
 
     # --- edge-edge case --------------------------------------------------
     ie, je = be // 3, be % 3
     ue_b = ue[be]
-    n_edge = ue_b * _sgn(_mm(ue_b, d))
+    n_edge = ue_b * _sgn(jm.mm(ue_b, d))
     ua, ub = R1[:, ie], R2[:, je]
     k3 = jnp.arange(3)
-    pa = p1 + _mm(R1, jnp.where(k3 != ie, -_sgn(_mm(n_edge, R1)) * h1, 0.0))
-    pb = p2 + _mm(R2, jnp.where(k3 != je, _sgn(_mm(n_edge, R2)) * h2, 0.0))
+    pa = p1 + jm.mm(R1, jnp.where(k3 != ie, -_sgn(jm.mm(n_edge, R1)) * h1, 0.0))
+    pb = p2 + jm.mm(R2, jnp.where(k3 != je, _sgn(jm.mm(n_edge, R2)) * h2, 0.0))
     pp = pb - pa
-    uaub = _mm(ua, ub)
-    q1, q2 = _mm(ua, pp), -_mm(ub, pp)
+    uaub = jm.mm(ua, ub)
+    q1, q2 = jm.mm(ua, pp), -jm.mm(ub, pp)
     den = 1.0 - uaub * uaub
     dok = den > 1e-4
     dens = jnp.where(dok, den, 1.0)

@@ -11,6 +11,7 @@ import jax.numpy as jnp
 from .box import BOX_BOX_NCON, box_box
 from .sphere import _pack, _safe_norm_dir, sphere_box_core, sphere_sphere_core
 from .contact import Contact, GeomWorld, coord_scale, touching
+from jaxode.sim import math as jm
 
 CAPSULE_PLANE_NCON = 2
 CAPSULE_SPHERE_NCON = 1
@@ -38,7 +39,7 @@ def _seg(g: GeomWorld):
 
 def _closest_on_seg(p, c, a, h):
     """Closest point to p on the segment c + s*a, s in [-h, h]."""
-    s = jnp.clip(jnp.dot(p - c, a), -h, h)
+    s = jnp.clip(jm.mm(p - c, a), -h, h)
     return c + s * a
 
 
@@ -47,10 +48,10 @@ def capsule_plane(g1: GeomWorld, g2: GeomWorld) -> Contact:
     c, a, h, r = _seg(g1)
     n = g2.rot[:, 2]
     # ODE: sign = (n.a > 0) ? -1 : 1  -> the lower end cap comes first.
-    sign = jnp.where(jnp.dot(n, a) > 0, -1.0, 1.0)
+    sign = jnp.where(jm.mm(n, a) > 0, -1.0, 1.0)
     ends = [c + a * (h * sign), c - a * (h * sign)]
     scale = coord_scale(c, g2.pos, h + r)
-    depths, touch = zip(*(touching(r - jnp.dot(n, e - g2.pos), scale) for e in ends))
+    depths, touch = zip(*(touching(r - jm.mm(n, e - g2.pos), scale) for e in ends))
     pos = [e - n * r for e in ends]
     v0 = touch[0]
     v1 = v0 & touch[1]
@@ -76,8 +77,8 @@ def capsule_sphere(g1: GeomWorld, g2: GeomWorld) -> Contact:
 def _closest_seg_seg(p1, q1, p2, q2):
     """Closest points between segments [p1,q1], [p2,q2] (Ericson 5.1.9), safe."""
     d1, d2, rr = q1 - p1, q2 - p2, p1 - p2
-    a, e, f = jnp.dot(d1, d1), jnp.dot(d2, d2), jnp.dot(d2, rr)
-    c, b = jnp.dot(d1, rr), jnp.dot(d1, d2)
+    a, e, f = jm.mm(d1, d1), jm.mm(d2, d2), jm.mm(d2, rr)
+    c, b = jm.mm(d1, rr), jm.mm(d1, d2)
     denom = a * e - b * b
     s = jnp.where(denom > _DIV_EPS * (1.0 + a * e),
                   jnp.clip(_safe_div(b * f - c * e, denom), 0.0, 1.0), 0.0)
@@ -100,10 +101,10 @@ def capsule_capsule(g1: GeomWorld, g2: GeomWorld) -> Contact:
     """
     c1, a1, h1, r1 = _seg(g1)
     c2, a2, h2, r2 = _seg(g2)
-    a1a2 = jnp.dot(a1, a2)
+    a1a2 = jm.mm(a1, a2)
     parallel = (1.0 - a1a2 * a1a2) < _PARALLEL_TOL
     # projections of segment 2's ends on axis 1 (relative to c1)
-    k = jnp.dot(a1, c2 - c1)
+    k = jm.mm(a1, c2 - c1)
     ext = jnp.abs(a1a2) * h2
     lo = jnp.maximum(-h1, k - ext)
     hi = jnp.minimum(h1, k + ext)
@@ -158,15 +159,15 @@ def capsule_box(g1: GeomWorld, g2: GeomWorld) -> Contact:
     # Segment point closest to the box: f(u) = dist^2(c + u a, box) is convex and
     # piecewise quadratic in u, so f' is piecewise linear and nondecreasing with
     # kinks where a local coordinate crosses a face plane; locate its zero exactly.
-    o = brot.T @ (c - bpos)
-    d = brot.T @ a
+    o = jm.mm(brot.T, c - bpos)
+    d = jm.mm(brot.T, a)
     kinks = jnp.concatenate([_safe_div(half - o, d), _safe_div(-half - o, d)])
     kinks = jnp.where(jnp.abs(jnp.concatenate([d, d])) > _DIV_EPS, kinks, -h)
     u = jnp.sort(jnp.concatenate([jnp.clip(kinks, -h, h), jnp.stack([-h, h])]))
 
     def dfdu(ui):
         x = o + ui * d
-        return jnp.dot(x - jnp.clip(x, -half, half), d)
+        return jm.mm(x - jnp.clip(x, -half, half), d)
 
     g = jnp.stack([dfdu(ui) for ui in u])
     pos_g = g >= 0

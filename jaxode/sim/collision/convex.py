@@ -64,6 +64,7 @@ from .box import _FLAT_REL, _reduce
 from .capsule import _MID_MARGIN, _closest_seg_seg
 from .heightfield import _points_contacts
 from .contact import Contact, GeomWorld, Hull, coord_scale, touching
+from jaxode.sim import math as jm
 
 CONVEX_PLANE_NCON = 4
 SPHERE_CONVEX_NCON = 1
@@ -101,10 +102,10 @@ def place(hull: Hull, pos, rot) -> PlacedHull:
     """Hull tables moved to the pose (pos [m], rot: columns = geom axes in the world)."""
     dt = pos.dtype
     lv = hull.verts.astype(dt)
-    normals = hull.normals.astype(dt) @ rot.T
-    return PlacedHull(verts=pos + lv @ rot.T, normals=normals,
-                      offsets=hull.offsets.astype(dt) + normals @ pos,
-                      centre=pos + rot @ hull.centre.astype(dt),
+    normals = jm.mm(hull.normals.astype(dt), rot.T)
+    return PlacedHull(verts=pos + jm.mm(lv, rot.T), normals=normals,
+                      offsets=hull.offsets.astype(dt) + jm.mm(normals, pos),
+                      centre=pos + jm.mm(rot, hull.centre.astype(dt)),
                       extent=0.5 * jnp.sum(jnp.max(lv, axis=0) - jnp.min(lv, axis=0)),
                       hull=hull)
 
@@ -205,7 +206,7 @@ def signed_distance(h: PlacedHull, p):
     """Exact signed distance [m] of world point p (3,) to the solid hull
     (negative inside), the closest surface point and the unit outward normal
     there: inside, the nearest face plane; outside, the nearest triangle."""
-    plane = h.normals @ p - h.offsets
+    plane = jm.mm(h.normals, p) - h.offsets
     k = jnp.argmax(plane)
     inside = plane[k] <= 0
     tris = h.hull.tris
@@ -236,7 +237,7 @@ def convex_plane(g1: GeomWorld, g2: GeomWorld, hull1: Hull) -> Contact:
     deepest first then spread out; 4 slots."""
     h = place(hull1, g1.pos, g1.rot)
     n = g2.rot[:, 2]
-    depth, touch = touching(g2.pos @ n - h.verts @ n, coord_scale(g1.pos, g2.pos, h.extent))
+    depth, touch = touching(jm.mm(g2.pos, n) - jm.mm(h.verts, n), coord_scale(g1.pos, g2.pos, h.extent))
     ok = (jnp.arange(h.verts.shape[0]) < hull1.nvert) & touch
     sel, sok = _reduce(h.verts, depth, ok, CONVEX_PLANE_NCON, _FLAT_REL * h.extent)
     return _finish(h.verts[sel], jnp.broadcast_to(n, (CONVEX_PLANE_NCON, 3)), depth[sel], sok)
@@ -296,9 +297,9 @@ def _segment_in_hull(hull: Hull, o, d, half) -> _SegmentIn:
     cen = hull.centre.astype(dt)
     verts = hull.verts.astype(dt) - cen
     normals = hull.normals.astype(dt)
-    room = hull.offsets.astype(dt) - normals @ cen - normals @ o  # >= 0: o under the plane
+    room = hull.offsets.astype(dt) - jm.mm(normals, cen) - jm.mm(normals, o)  # >= 0: o under the plane
     # clipped by each face plane: (normals @ d) u <= room
-    nd = normals @ d
+    nd = jm.mm(normals, d)
     ok = jnp.abs(nd) > _EPS_DIR
     t = room / jnp.where(ok, nd, 1.0)
     lo = jnp.max(jnp.where(ok & (nd < 0), t, -half).clip(-half, half))
@@ -311,8 +312,8 @@ def _segment_in_hull(hull: Hull, o, d, half) -> _SegmentIn:
     u = u / jnp.sqrt(jnp.where(uok, u2, 1.0))[:, None]
     axes = jnp.concatenate([normals, u, -u])
     ax_ok = jnp.concatenate([jnp.ones(normals.shape[0], bool), uok, uok])
-    support = jnp.max(axes @ verts.T, axis=1)
-    ovl = support - axes @ o + half * jnp.abs(axes @ d)
+    support = jnp.max(jm.mm(axes, verts.T), axis=1)
+    ovl = support - jm.mm(axes, o) + half * jnp.abs(jm.mm(axes, d))
     k = jnp.argmin(jnp.where(ax_ok, ovl, jnp.inf))
     return _SegmentIn(inside, lo, hi, axes[k], ovl[k], support[k])
 
@@ -349,12 +350,12 @@ def capsule_convex(g1: GeomWorld, g2: GeomWorld, hull2: Hull) -> Contact:
     # the segment itself in the hull: a ball at one segment point would
     # under-report the penetration (the rest of the segment stays inside)
     rot = g2.rot
-    o = rot.T @ (c - g2.pos) - hull2.centre.astype(c.dtype)
-    d = rot.T @ a
+    o = jm.mm(rot.T, c - g2.pos) - hull2.centre.astype(c.dtype)
+    d = jm.mm(rot.T, a)
     s = _segment_in_hull(hull2, o, d, half)
-    n_w = rot @ s.normal
+    n_w = jm.mm(rot, s.normal)
     ends = [jnp.minimum(s.lo, s.hi), jnp.maximum(s.lo, s.hi)]
-    din = [s.support + r - s.normal @ (o + ui * d) for ui in ends]
+    din = [s.support + r - jm.mm(s.normal, o + ui * d) for ui in ends]
     lo_first = din[0] >= din[1]
     u_sorted = [jnp.where(lo_first, ends[0], ends[1]), jnp.where(lo_first, ends[1], ends[0])]
     # the deepest is at least the SAT depth (the segment's extreme along the
@@ -380,7 +381,7 @@ def _clip_plane(pts, cnt, m, e):
     valid = idx < cnt
     nxt = jnp.where(idx + 1 < cnt, idx + 1, 0)
     q = pts[nxt]
-    f = pts @ m - e
+    f = jm.mm(pts, m) - e
     fq = f[nxt]
     inside = valid & (f <= 0)
     cross = valid & (((f < 0) & (fq > 0)) | ((f > 0) & (fq < 0)))
@@ -399,7 +400,7 @@ def _face_manifold(ref: PlacedHull, fr, inc: PlacedHull):
     points (N, 3) (on the incident face), their depths below the reference
     plane (N,) and validity (N,), N = L_inc + L_ref."""
     n, off = ref.normals[fr], ref.offsets[fr]
-    fi = jnp.argmin(inc.normals @ n)
+    fi = jnp.argmin(jm.mm(inc.normals, n))
     li, lr = inc.hull.faces.shape[1], ref.hull.faces.shape[1]
     rv = ref.verts[ref.hull.faces[fr]]
     nr = ref.hull.face_size[fr]
@@ -410,11 +411,11 @@ def _face_manifold(ref: PlacedHull, fr, inc: PlacedHull):
         v0 = rv[k]
         v1 = rv[jnp.where(k + 1 < nr, k + 1, 0)]
         m = jnp.cross(v1 - v0, n)  # outward side normal (the loop runs counter-clockwise)
-        clipped = _clip_plane(carry[0], carry[1], m, m @ v0)
+        clipped = _clip_plane(carry[0], carry[1], m, jm.mm(m, v0))
         return tuple(jnp.where(k < nr, x, y) for x, y in zip(clipped, carry))
 
     poly, cnt = jax.lax.fori_loop(0, lr, body, (poly, cnt))
-    depth, touch = touching(off - poly @ n, _scale(ref, inc))
+    depth, touch = touching(off - jm.mm(poly, n), _scale(ref, inc))
     return poly, depth, (jnp.arange(li + lr) < cnt) & touch
 
 
@@ -440,10 +441,10 @@ def _edge_pairs(a: PlacedHull, b: PlacedHull):
     na, nb = a.normals[a.hull.edge_faces], -b.normals[b.hull.edge_faces]  # (E, 2, 3)
     bxa = jnp.cross(na[:, 1], na[:, 0])
     dxc = jnp.cross(nb[:, 1], nb[:, 0])
-    cba = bxa @ nb[:, 0].T  # (EA, EB)
-    dba = bxa @ nb[:, 1].T
-    adc = na[:, 0] @ dxc.T
-    bdc = na[:, 1] @ dxc.T
+    cba = jm.mm(bxa, nb[:, 0].T)  # (EA, EB)
+    dba = jm.mm(bxa, nb[:, 1].T)
+    adc = jm.mm(na[:, 0], dxc.T)
+    bdc = jm.mm(na[:, 1], dxc.T)
     minkowski = (cba * dba < 0) & (adc * bdc < 0) & (cba * bdc > 0)
     u = jnp.cross(da[:, None], db[None])  # (EA, EB, 3)
     u2 = jnp.sum(u * u, -1)
@@ -471,7 +472,7 @@ def _edge_axis(a: PlacedHull, b: PlacedHull, i, j):
     pa = a.verts[ea[0]]
     u = _normalize(jnp.cross(a.verts[ea[1]] - pa, b.verts[eb[1]] - b.verts[eb[0]]),
                    jnp.zeros_like(pa))
-    return jnp.where(u @ (pa - a.centre) < 0, -u, u)
+    return jnp.where(jm.mm(u, pa - a.centre) < 0, -u, u)
 
 
 class Sat(NamedTuple):
@@ -500,8 +501,8 @@ def hull_sat(a: PlacedHull, b: PlacedHull) -> Sat:
     face normals of both and the Minkowski edge pairs: the exact penetration
     depth and its axis. Faces win unless an edge pair is shallower by ODE's
     box-box margin (5 % and 1e-5 of the summed half extents)."""
-    sep_a = jnp.min(a.normals @ b.verts.T, axis=1) - a.offsets  # b against a's face planes
-    sep_b = jnp.min(b.normals @ a.verts.T, axis=1) - b.offsets
+    sep_a = jnp.min(jm.mm(a.normals, b.verts.T), axis=1) - a.offsets  # b against a's face planes
+    sep_b = jnp.min(jm.mm(b.normals, a.verts.T), axis=1) - b.offsets
     sep_f = jnp.concatenate([sep_a, sep_b])
     bf = jnp.argmax(sep_f)
     sep_e = _edge_pairs(a, b)
@@ -513,7 +514,7 @@ def hull_sat(a: PlacedHull, b: PlacedHull) -> Sat:
     ne = sep_e.shape[1]
     cand, be = jax.lax.top_k(sep_e.reshape(-1), min(_EDGE_CANDIDATES, sep_e.size))
     axes = jax.vmap(lambda i, j: _edge_axis(a, b, i, j))(be // ne, be % ne)  # (K, 3)
-    sup = jnp.min(axes @ b.verts.T, axis=1) - jnp.max(axes @ a.verts.T, axis=1)
+    sup = jnp.min(jm.mm(axes, b.verts.T), axis=1) - jnp.max(jm.mm(axes, a.verts.T), axis=1)
     sup = jnp.where(cand > -0.5 * _BIG, sup, -_BIG)
     k = jnp.argmax(sup)
     ie, je = be[k] // ne, be[k] % ne
@@ -545,7 +546,7 @@ def hull_hull(a: PlacedHull, b: PlacedHull, ncon: int) -> Contact:
     # nothing clipped (round-off at a grazing face): one contact between the supports
     n = sat.normal
     none = ~jnp.any(fok)
-    sup = 0.5 * (a.verts[jnp.argmin(a.verts @ n)] + b.verts[jnp.argmax(b.verts @ n)])
+    sup = 0.5 * (a.verts[jnp.argmin(jm.mm(a.verts, n))] + b.verts[jnp.argmax(jm.mm(b.verts, n))])
     first = jnp.arange(ncon) == 0
     face_pos = jnp.where(none, jnp.where(first[:, None], sup, 0.0), face_pos)
     face_dep = jnp.where(none, jnp.where(first, sat_depth, 0.0), face_dep)

@@ -40,6 +40,7 @@ import numpy as np
 from .box import _CORNER_SIGNS, _reduce
 from .sphere import _pack
 from .contact import Contact, GeomWorld, coord_scale, touching
+from jaxode.sim import math as jm
 
 CYLINDER_PLANE_NCON = 4
 CYLINDER_SPHERE_NCON = 1
@@ -93,7 +94,7 @@ def _any_perp(a):
 
 def _perp(v, a):
     """Component of v (..., 3) perpendicular to unit a."""
-    return v - (v @ a)[..., None] * a
+    return v - (jm.mm(v, a))[..., None] * a
 
 
 def _rim_point(cc, a, r, p):
@@ -113,8 +114,8 @@ def _closest_on_seg(p, p0, p1):
 def _closest_seg_seg(p0, p1, q0, q1):
     """Closest points between segments [p0,p1] and [q0,q1] (Ericson 5.1.9), safe."""
     d1, d2, rr = p1 - p0, q1 - q0, p0 - q0
-    a, e, f = d1 @ d1, d2 @ d2, d2 @ rr
-    c, b = d1 @ rr, d1 @ d2
+    a, e, f = jm.mm(d1, d1), jm.mm(d2, d2), jm.mm(d2, rr)
+    c, b = jm.mm(d1, rr), jm.mm(d1, d2)
     den = a * e - b * b
     ok = den > 1e-12 * (1.0 + a * e)
     s = jnp.where(ok, jnp.clip((b * f - c * e) / jnp.where(ok, den, 1.0), 0.0, 1.0), 0.0)
@@ -139,9 +140,9 @@ def _circle_seg_axes(cc, a, r, p0, p1):
         q = _rim_point(cc, a, r, p)
     ax1 = p - q
     e, _ = _normalize(p1 - p0)
-    ea = e @ a
+    ea = jm.mm(e, a)
     ok = jnp.abs(ea) > 1e-5
-    x = p0 + e * (((cc - p0) @ a) / jnp.where(ok, ea, 1.0))[..., None]
+    x = p0 + e * ((jm.mm(cc - p0, a)) / jnp.where(ok, ea, 1.0))[..., None]
     tangent = jnp.cross(cc - x, a)
     ax2 = jnp.where(ok[..., None], jnp.cross(tangent, e), 0.0)
     return jnp.stack([ax1, ax2], axis=-2)
@@ -150,7 +151,7 @@ def _circle_seg_axes(cc, a, r, p0, p1):
 # ------------------------------------------------------ support half-extents
 def _cyl_extent(a, h, r, u):
     """Half-extent of a cylinder (unit axis a, half length h, radius r) along unit u (..., 3)."""
-    t = u @ a
+    t = jm.mm(u, a)
     s2 = 1.0 - t * t
     ok = s2 > 1e-12
     s = jnp.where(ok, jnp.sqrt(jnp.where(ok, s2, 1.0)), 0.0)
@@ -158,11 +159,11 @@ def _cyl_extent(a, h, r, u):
 
 
 def _box_extent(rot, half, u):
-    return jnp.abs(u @ rot) @ half
+    return jm.mm(jnp.abs(jm.mm(u, rot)), half)
 
 
 def _caps_extent(a, h, r, u):
-    return h * jnp.abs(u @ a) + r
+    return h * jnp.abs(jm.mm(u, a)) + r
 
 
 # ----------------------------------------------------- support features
@@ -186,7 +187,7 @@ def _cyl_feature(c, a, h, r, d) -> Feature:
     """Support feature of a cylinder in unit direction d: the cap (8-gon whose
     first vertex is the extreme rim point) when |d . a| >= cos 45 deg, else
     the side line."""
-    t = d @ a
+    t = jm.mm(d, a)
     w, _ = _normalize(d - t * a, _any_perp(a))
     w2 = jnp.cross(a, w)
     cap_c = c + _sgn(t) * h * a
@@ -200,11 +201,11 @@ def _cyl_feature(c, a, h, r, d) -> Feature:
 
 def _box_feature(c, rot, half, d) -> Feature:
     """Support face of a box in unit direction d (4 vertices in cyclic order)."""
-    proj = d @ rot
+    proj = jm.mm(d, rot)
     i = jnp.argmax(jnp.abs(proj))
     s = _sgn(proj[i])
     onehot = (jnp.arange(3) == i).astype(c.dtype)
-    ei = rot @ onehot
+    ei = jm.mm(rot, onehot)
     j, k = (i + 1) % 3, (i + 2) % 3
     ej, ek = rot[:, j], rot[:, k]
     fc = c + s * half[i] * ei
@@ -258,7 +259,7 @@ def _sat(overlap, axes, kinks):
         # rotations of uk about each kink vector by +-step (Rodrigues)
         cs, sn = jnp.cos(step), jnp.sin(step) * sgn[:, None, None]
         kxu = jnp.cross(k, uk)[None]
-        rot = uk * cs + kxu * sn + k[None] * ((k @ uk) * (1.0 - cs))[None, :, None]
+        rot = uk * cs + kxu * sn + k[None] * ((jm.mm(k, uk)) * (1.0 - cs))[None, :, None]
         cand = jnp.concatenate([free, rot.reshape(-1, 3)], axis=0)
         oc = overlap(cand)
         j = jnp.argmin(oc)
@@ -285,17 +286,17 @@ def _cross2(a, b):
 def _plane_z(x, f2, fz, m, n, frame):
     """Height along n, at 2-D points x (..., 2), of the plane through the
     feature's vertex 0 with normal m."""
-    mn = m @ n
+    mn = jm.mm(m, n)
     mn_safe = jnp.where(jnp.abs(mn) > 1e-6, mn, 1.0)
-    return fz[0] - ((x - f2[0]) @ (m @ frame)) / mn_safe
+    return fz[0] - (jm.mm(x - f2[0], jm.mm(m, frame))) / mn_safe
 
 
 def _height(x, f2, fz, f: Feature, n, frame):
     """Height along n of a feature at 2-D points x (N, 2): its plane for
     polygons, linear along the segment [v0, v1] (clamped) for segments."""
     e = f2[1] - f2[0]
-    ee = e @ e
-    t = jnp.clip(((x - f2[0]) @ e) / jnp.where(ee > _EPS2, ee, 1.0), 0.0, 1.0)
+    ee = jm.mm(e, e)
+    t = jnp.clip((jm.mm(x - f2[0], e)) / jnp.where(ee > _EPS2, ee, 1.0), 0.0, 1.0)
     z_seg = fz[0] + t * (fz[1] - fz[0])
     return jnp.where(f.is_seg, z_seg, _plane_z(x, f2, fz, f.m, n, frame))
 
@@ -312,7 +313,7 @@ def _inside(x, f2, fz, f: Feature, n, frame, tol):
     in_poly = jnp.all(sg * c >= -tol * le[None], axis=1)
     q = _closest_on_seg(x, f2[0], f2[1])
     in_seg = jnp.sum((x - q) ** 2, axis=-1) <= tol * tol
-    lift = x @ frame.T + _plane_z(x, f2, fz, f.m, n, frame)[:, None] * n - f.centre
+    lift = jm.mm(x, frame.T) + _plane_z(x, f2, fz, f.m, n, frame)[:, None] * n - f.centre
     in_disc = jnp.sum(lift * lift, axis=-1) <= (f.radius + tol) ** 2
     return jnp.where(f.is_seg, in_seg, jnp.where(f.is_disc, in_disc, in_poly))
 
@@ -322,7 +323,7 @@ def _edge_circle(p2, pz, q2, qz, q: Feature, n, frame):
     exact rim of disc feature q: (x (2K, 2), z on p, z on q, ok)."""
     e2 = jnp.roll(p2, -1, axis=0) - p2
     ez = jnp.roll(pz, -1) - pz
-    lift = lambda x: x @ frame.T + _plane_z(x, q2, qz, q.m, n, frame)[..., None] * n  # noqa: E731
+    lift = lambda x: jm.mm(x, frame.T) + _plane_z(x, q2, qz, q.m, n, frame)[..., None] * n  # noqa: E731
     x0 = lift(p2) - q.centre
     x1 = lift(p2 + e2) - q.centre - x0
     qa = jnp.sum(x1 * x1, -1)
@@ -342,7 +343,7 @@ def _edge_circle(p2, pz, q2, qz, q: Feature, n, frame):
 def _order_segment(f: Feature, n, lowest) -> Feature:
     """For a segment feature, put the endpoint nearest the other shape first
     (lowest along n for shape 1, highest for shape 2) and pad with the second."""
-    v, z = f.verts, f.verts @ n
+    v, z = f.verts, jm.mm(f.verts, n)
     swap = f.is_seg & jnp.where(lowest, z[1] < z[0], z[1] > z[0])
     v0 = jnp.where(swap, v[1], v[0])
     v1 = jnp.where(swap, v[0], v[1])
@@ -363,8 +364,8 @@ def _manifold(n, fa: Feature, fb: Feature, tol):
     frame = jnp.stack([t1, t2], axis=1)  # (3, 2)
     fa = _order_segment(fa, n, True)
     fb = _order_segment(fb, n, False)
-    a2, az = fa.verts @ frame, fa.verts @ n
-    b2, bz = fb.verts @ frame, fb.verts @ n
+    a2, az = jm.mm(fa.verts, frame), jm.mm(fa.verts, n)
+    b2, bz = jm.mm(fb.verts, frame), jm.mm(fb.verts, n)
     # (i) A's vertices over B, (ii) B's vertices under A
     ok_a = _inside(a2, b2, bz, fb, n, frame, tol)
     ok_b = _inside(b2, a2, az, fa, n, frame, tol)
@@ -393,7 +394,7 @@ def _manifold(n, fa: Feature, fb: Feature, tol):
     zb = jnp.concatenate([_height(a2, b2, bz, fb, n, frame), bz, zb_x.reshape(-1), zb4, zb5])
     ok = jnp.concatenate([ok_a, ok_b, ok_x.reshape(-1), ok4, ok5])
     depth = zb - za
-    pos = x @ frame.T + (0.5 * (za + zb))[:, None] * n
+    pos = jm.mm(x, frame.T) + (0.5 * (za + zb))[:, None] * n
     return pos, depth, ok
 
 
@@ -427,7 +428,7 @@ def _cyl(g: GeomWorld):
 
 def _cyl_support(c, a, h, r, d):
     """A support point of a cylinder in unit direction d (cap/side centre on ties)."""
-    t = d @ a
+    t = jm.mm(d, a)
     w, ok = _normalize(d - t * a)
     tie = jnp.abs(t) < 1e-9
     return c + jnp.where(tie, 0.0, jnp.sign(t)) * h * a + jnp.where(ok, r, 0.0) * w
@@ -438,14 +439,14 @@ def cylinder_plane(g1: GeomWorld, g2: GeomWorld) -> Contact:
     """Cylinder (g1) vs plane half-space (g2): ODE's contact set, deepest first."""
     c, a, h, r = _cyl(g1)
     n = g2.rot[:, 2]
-    off = n @ g2.pos
+    off = jm.mm(n, g2.pos)
     dt = c.dtype
     tol = _flat_tol(dt)
     p1, p2 = c - h * a, c + h * a
-    na = n @ a
+    na = jm.mm(n, a)
     flat = jnp.abs(jnp.abs(na) - 1.0) < tol
     # flat: the lower cap's rim at 90 degree steps (ODE's V1, V2 construction)
-    s, t = off - n @ p1, off - n @ p2
+    s, t = off - jm.mm(n, p1), off - jm.mm(n, p2)
     p = jnp.where(s >= t, p1, p2)
     scale = coord_scale(c, g2.pos, h + r)
     cap_in = touching(jnp.maximum(s, t), scale)[1]
@@ -454,12 +455,12 @@ def cylinder_plane(g1: GeomWorld, g2: GeomWorld) -> Contact:
     v2 = _normalize(jnp.cross(v1, a))[0] * r
     v1 = jnp.cross(v2, a)
     flat_pts = jnp.stack([p + v1, p - v1, p + v2, p - v2])
-    flat_dep, flat_touch = touching(off - flat_pts @ n, scale)
+    flat_dep, flat_touch = touching(off - jm.mm(flat_pts, n), scale)
     flat_ok = cap_in & flat_touch
     # tilted: the deepest rim point of each cap
     cdir, _ = _normalize(a * na - n)
     tilt_pts = jnp.stack([p1 + r * cdir, p2 + r * cdir, p1, p2])
-    tilt_dep, tilt_touch = touching(off - tilt_pts @ n, scale)
+    tilt_dep, tilt_touch = touching(off - jm.mm(tilt_pts, n), scale)
     tilt_ok = (jnp.arange(4) < 2) & tilt_touch
     pts = jnp.where(flat, flat_pts, tilt_pts)
     dep = jnp.where(flat, flat_dep, tilt_dep)
@@ -482,9 +483,9 @@ def cylinder_sphere(g1: GeomWorld, g2: GeomWorld) -> Contact:
     dt = c.dtype
     length = 2.0 * h
     p1, p2 = c - h * a, c + h * a
-    s = (sp - p1) @ a
+    s = jm.mm(sp - p1, a)
     cvec = p1 + s * a - sp  # from the sphere centre to the axis, perpendicular to it
-    t2 = cvec @ cvec
+    t2 = jm.mm(cvec, cvec)
     tok = t2 > _EPS2
     t = jnp.where(tok, jnp.sqrt(jnp.where(tok, t2, 1.0)), 0.0)
     cdir = jnp.where(tok, cvec / jnp.where(tok, t, 1.0), -_any_perp(a))
@@ -523,7 +524,7 @@ def _tol(scale):
 
 
 def _normal(u, d):
-    return u * _sgn(u @ d)
+    return u * _sgn(jm.mm(u, d))
 
 
 def sat_cylinder_box(g1: GeomWorld, g2: GeomWorld):
@@ -535,9 +536,9 @@ def sat_cylinder_box(g1: GeomWorld, g2: GeomWorld):
     d = c - cb
 
     def overlap(u):
-        return _cyl_extent(a, h, r, u) + _box_extent(rot, half, u) - jnp.abs(u @ d)
+        return _cyl_extent(a, h, r, u) + _box_extent(rot, half, u) - jnp.abs(jm.mm(u, d))
 
-    verts = cb + (jnp.asarray(_CORNER_SIGNS, c.dtype) * half) @ rot.T
+    verts = cb + jm.mm(jnp.asarray(_CORNER_SIGNS, c.dtype) * half, rot.T)
     rims = jnp.stack([c - h * a, c + h * a])
     e0, e1 = verts[_BOX_EDGES[:, 0]], verts[_BOX_EDGES[:, 1]]
     edge_axes = jnp.concatenate([_circle_seg_axes(cc, a, r, e0, e1).reshape(-1, 3) for cc in rims])
@@ -558,7 +559,7 @@ def cylinder_box(g1: GeomWorld, g2: GeomWorld) -> Contact:
     fa = _cyl_feature(c, a, h, r, -n)
     fb = _box_feature(cb, rot, half, n)
     sup_a = _cyl_support(c, a, h, r, -n)
-    sup_b = cb + rot @ (jnp.sign(rot.T @ n) * half)
+    sup_b = cb + jm.mm(rot, jnp.sign(jm.mm(rot.T, n)) * half)
     tol = _tol(r + h + jnp.max(half))
     return _convex_contacts(CYLINDER_BOX_NCON, n, ov, fa, fb, sup_a, sup_b, tol)
 
@@ -572,7 +573,7 @@ def sat_cylinder_capsule(g1: GeomWorld, g2: GeomWorld):
     d = c - cb
 
     def overlap(u):
-        return _cyl_extent(a, h, r, u) + _caps_extent(b, hb, rb, u) - jnp.abs(u @ d)
+        return _cyl_extent(a, h, r, u) + _caps_extent(b, hb, rb, u) - jnp.abs(jm.mm(u, d))
 
     s0, s1 = cb - hb * b, cb + hb * b
     ends = jnp.stack([s0, s1])
@@ -598,7 +599,7 @@ def cylinder_capsule(g1: GeomWorld, g2: GeomWorld) -> Contact:
     fa = _cyl_feature(c, a, h, r, -n)
     fb = _caps_feature(cb, b, hb, rb, n)
     sup_a = _cyl_support(c, a, h, r, -n)
-    tb = n @ b
+    tb = jm.mm(n, b)
     sup_b = cb + jnp.where(jnp.abs(tb) < 1e-9, 0.0, jnp.sign(tb)) * hb * b + rb * n
     tol = _tol(r + h + rb + hb)
     return _convex_contacts(CYLINDER_CAPSULE_NCON, n, ov, fa, fb, sup_a, sup_b, tol)
@@ -623,7 +624,7 @@ def sat_cylinder_cylinder(g1: GeomWorld, g2: GeomWorld):
     d = c - cb
 
     def overlap(u):
-        return _cyl_extent(a, h, r, u) + _cyl_extent(b, hb, rb, u) - jnp.abs(u @ d)
+        return _cyl_extent(a, h, r, u) + _cyl_extent(b, hb, rb, u) - jnp.abs(jm.mm(u, d))
 
     rims_a = [c - h * a, c + h * a]
     rims_b = [cb - hb * b, cb + hb * b]

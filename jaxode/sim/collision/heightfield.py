@@ -31,6 +31,7 @@ import numpy as np
 
 from .box import _FLAT_REL, _reduce
 from .contact import Contact, GeomWorld, coord_scale, touching
+from jaxode.sim import math as jm
 
 SPHERE_HFIELD_NCON = 4
 BOX_HFIELD_NCON = 4
@@ -108,7 +109,7 @@ def capsule_heightfield(g1: GeomWorld, g2: GeomWorld, heights, dims) -> Contact:
 def box_heightfield(g1: GeomWorld, g2: GeomWorld, heights, dims) -> Contact:
     """Box (g1) on the terrain (g2): 8 corners, 12 edge midpoints, 6 face centres."""
     local = jnp.asarray(_BOX_SAMPLES, g1.pos.dtype) * (0.5 * g1.size)
-    pts = g1.pos + local @ g1.rot.T
+    pts = g1.pos + jm.mm(local, g1.rot.T)
     return _points_contacts(pts, heights, dims, g2, BOX_HFIELD_NCON)
 
 
@@ -120,5 +121,5 @@ def cylinder_heightfield(g1: GeomWorld, g2: GeomWorld, heights, dims) -> Contact
     ring = jnp.stack([r * jnp.cos(ang), r * jnp.sin(ang), jnp.zeros_like(ang)], -1)
     ring = jnp.concatenate([ring, jnp.zeros((1, 3), dt)])
     local = jnp.concatenate([ring + jnp.array([0.0, 0.0, h], dt), ring - jnp.array([0.0, 0.0, h], dt)])
-    pts = g1.pos + local @ g1.rot.T
+    pts = g1.pos + jm.mm(local, g1.rot.T)
     return _points_contacts(pts, heights, dims, g2, CYLINDER_HFIELD_NCON)

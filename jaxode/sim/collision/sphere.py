@@ -8,6 +8,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 
 from .contact import Contact, GeomWorld, coord_scale, touching
+from jaxode.sim import math as jm
 
 SPHERE_PLANE_NCON = 1
 SPHERE_SPHERE_NCON = 1
@@ -22,7 +23,7 @@ def _safe_norm_dir(v, fallback):
 
     Gradients stay finite: the sqrt/division only ever see safe inputs.
     """
-    sq = jnp.dot(v, v)
+    sq = jm.mm(v, v)
     ok = sq > _EPS_SQ
     n = jnp.sqrt(jnp.where(ok, sq, 1.0))
     length = jnp.where(ok, n, 0.0)
@@ -65,7 +66,7 @@ def sphere_sphere_core(c1, r1, c2, r2, fallback=None):
 def sphere_box_core(c, r, bpos, brot, bsize):
     """ODE dCollideSphereBox. Returns (pos, normal, depth, valid)."""
     half = 0.5 * bsize
-    t = brot.T @ (c - bpos)  # centre in box frame
+    t = jm.mm(brot.T, c - bpos)  # centre in box frame
     q_loc = jnp.clip(t, -half, half)
     outside = jnp.any(jnp.abs(t) > half)
     # --- inside: push out along the axis of least penetration
@@ -73,12 +74,12 @@ def sphere_box_core(c, r, bpos, brot, bsize):
     i = jnp.argmin(face)
     onehot = jnp.arange(3) == i
     sgn = jnp.where(t > 0, 1.0, -1.0)
-    n_in = brot @ jnp.where(onehot, sgn, 0.0).astype(c.dtype)
+    n_in = jm.mm(brot, jnp.where(onehot, sgn, 0.0).astype(c.dtype))
     depth_in = r + jnp.min(face)
     # --- outside: closest point q on the box surface; a centre within
     # sqrt(_EPS_SQ) of the surface takes the outward normal of the face it is
     # farthest out of (the limit of c - q), not a fixed axis
-    q = bpos + brot @ q_loc
+    q = bpos + jm.mm(brot, q_loc)
     d, n_out, _ = _safe_norm_dir(c - q, n_in)
     depth_out = r - d
     pos = jnp.where(outside, q, c)
@@ -92,7 +93,7 @@ def sphere_plane(g1: GeomWorld, g2: GeomWorld) -> Contact:
     """Sphere (g1) vs plane half-space (g2). 1 slot."""
     c, r = g1.pos, g1.size[0]
     n = g2.rot[:, 2]
-    depth, valid = touching(r - jnp.dot(n, c - g2.pos),
+    depth, valid = touching(r - jm.mm(n, c - g2.pos),
                             jnp.max(jnp.abs(c)) + jnp.max(jnp.abs(g2.pos)) + r)
     pos = c - n * r
     return _pack([pos], [n], [depth], [valid])

@@ -77,6 +77,7 @@ from .capsule import _closest_seg_seg
 from .convex import (_EDGE_ABS, PlacedHull, _clip_plane, _face_manifold, _normalize, box_hull,
                      closest_on_triangles, place, prism_hull)
 from .contact import Contact, GeomWorld, Hull, Mesh, coord_scale, touching
+from jaxode.sim import math as jm
 
 SPHERE_TRIMESH_NCON = 4
 CAPSULE_TRIMESH_NCON = 4
@@ -134,16 +135,16 @@ def place_triangles(mesh: Mesh, pos, rot, t, valid) -> Triangles:
     dt = pos.dtype
     ids = mesh.tris[t]  # (K, 3)
     mv = mesh.verts.astype(dt)
-    corners = pos + mv[ids] @ rot.T  # (K, 3, 3)
+    corners = pos + jm.mm(mv[ids], rot.T)  # (K, 3, 3)
     oth = mesh.cone_other[ids]  # (K, 3, R)
     foreign = jnp.all(oth[..., None] != ids[:, None, None, :], axis=-1)
-    cones = Cones(edge_normal=mesh.edge_normal[t].astype(dt) @ rot.T,
-                  normals=mesh.cone_normals[ids].astype(dt) @ rot.T,
-                  planes=mesh.cone_planes[ids].astype(dt) @ rot.T,
-                  other=pos + mv[oth] @ rot.T, foreign=foreign, count=mesh.cone_count[ids],
+    cones = Cones(edge_normal=jm.mm(mesh.edge_normal[t].astype(dt), rot.T),
+                  normals=jm.mm(mesh.cone_normals[ids].astype(dt), rot.T),
+                  planes=jm.mm(mesh.cone_planes[ids].astype(dt), rot.T),
+                  other=pos + jm.mm(mv[oth], rot.T), foreign=foreign, count=mesh.cone_count[ids],
                   open=mesh.vert_open[ids] > 0)
     return Triangles(a=corners[:, 0], b=corners[:, 1], c=corners[:, 2],
-                     normal=mesh.normals[t].astype(dt) @ rot.T, edge_kind=mesh.edge_kind[t],
+                     normal=jm.mm(mesh.normals[t].astype(dt), rot.T), edge_kind=mesh.edge_kind[t],
                      corner_kind=mesh.corner_kind[t], valid=valid, cones=cones)
 
 
@@ -168,9 +169,9 @@ def gather(mesh: Mesh, g2: GeomWorld, centre, lo, hi, radius, window: tuple,
     triangles did not fit (int32)."""
     dt = g2.pos.dtype
     rt = g2.rot.T
-    c_l = rt @ (0.5 * (lo + hi) - g2.pos)
-    h_l = jnp.abs(rt) @ (0.5 * (hi - lo))
-    o_l = rt @ (centre - g2.pos)
+    c_l = jm.mm(rt, 0.5 * (lo + hi) - g2.pos)
+    h_l = jm.mm(jnp.abs(rt), 0.5 * (hi - lo))
+    o_l = jm.mm(rt, centre - g2.pos)
     q_lo = jnp.maximum(c_l - h_l, o_l - radius)
     q_hi = jnp.minimum(c_l + h_l, o_l + radius)
     origin, cell, dims = mesh.origin.astype(dt), mesh.cell.astype(dt), mesh.dims
@@ -313,7 +314,7 @@ def _triangle_hull(v, n) -> PlacedHull:
     def i(x):  # int32 index tables, with or without jax_enable_x64
         return jnp.asarray(x, jnp.int32)
 
-    hull = Hull(verts=v, normals=jnp.stack([n, -n]), offsets=jnp.stack([n @ v[0], -(n @ v[0])]),
+    hull = Hull(verts=v, normals=jnp.stack([n, -n]), offsets=jnp.stack([jm.mm(n, v[0]), -(jm.mm(n, v[0]))]),
                 faces=i(_TRI_FACES), face_size=i(np.array([3, 3])), edges=i(_TRI_EDGES),
                 edge_faces=i(np.zeros((3, 2), np.int64) + [0, 1]), tris=i(_TRI_FACES[:1]),
                 centre=jnp.mean(v, 0), nvert=i(3), nface=i(2))
@@ -327,8 +328,8 @@ def triangle_sat(h: PlacedHull, v, n):
     normals (F,), and the triangle edge x hull edge axes (3, E) (-BIG where
     parallel), with those unit axes u (3, E, 3) pointing out of h. The
     penetration depth is minus the largest separation."""
-    sep_t = jnp.min(h.verts @ n) - n @ v[0]
-    sep_f = jnp.min(h.normals @ v.T, axis=1) - h.offsets
+    sep_t = jnp.min(jm.mm(h.verts, n)) - jm.mm(n, v[0])
+    sep_f = jnp.min(jm.mm(h.normals, v.T), axis=1) - h.offsets
     te = v[jnp.array([1, 2, 0])] - v
     e = h.hull.edges
     hp = h.verts[e[:, 0]]
@@ -338,8 +339,8 @@ def triangle_sat(h: PlacedHull, v, n):
     ok = u2 > _PARALLEL2 * jnp.sum(te * te, -1)[:, None] * jnp.sum(he * he, -1)[None]
     u = u / jnp.sqrt(jnp.where(ok, u2, 1.0))[..., None]
     u = jnp.where((jnp.sum(u * (hp - h.centre)[None], -1) < 0)[..., None], -u, u)
-    sep_e = (jnp.min(jnp.einsum("iek,jk->iej", u, v), -1)
-             - jnp.max(jnp.einsum("iek,vk->iev", u, h.verts), -1))
+    sep_e = (jnp.min(jm.einsum("iek,jk->iej", u, v), -1)
+             - jnp.max(jm.einsum("iek,vk->iev", u, h.verts), -1))
     return sep_t, sep_f, jnp.where(ok, sep_e, -_BIG), u
 
 
@@ -374,7 +375,7 @@ def _clip_triangle_prism(poly, cnt, v, n, top):
     triangle v (3, 3) (normal n), and below its plane when ``top``."""
     side = jnp.cross(v[jnp.array([1, 2, 0])] - v, n)  # outward side planes (counter-clockwise loop)
     planes = jnp.concatenate([side, n[None]])
-    offs = jnp.concatenate([jnp.sum(side * v, -1), jnp.where(top, n @ v[0], _BIG)[None]])
+    offs = jnp.concatenate([jnp.sum(side * v, -1), jnp.where(top, jm.mm(n, v[0]), _BIG)[None]])
 
     def body(k, carry):  # one loop body: a quarter of the code of four unrolled steps
         return _clip_plane(carry[0], carry[1], planes[k], offs[k])
@@ -400,13 +401,13 @@ def hull_triangle(h: PlacedHull, v, n, edge_kind, valid, cones: Cones | None = N
     hv = h.verts
     # the triangle's full SAT (separation): its normal, h's faces, and its
     # edges x h's edges in both directions
-    sep_t = jnp.min(hv @ n) - n @ v[0]
-    sep_f = jnp.min(h.normals @ v.T, axis=1) - h.offsets
+    sep_t = jnp.min(jm.mm(hv, n)) - jm.mm(n, v[0])
+    sep_f = jnp.min(jm.mm(h.normals, v.T), axis=1) - h.offsets
     hp = hv[e[:, 0]]
     he = hv[e[:, 1]] - hp
     te = v[jnp.array([1, 2, 0])] - v
     u_o, par_o = _unit_cross(te[:, None, :], he[None])  # (3, E, 3)
-    pt, ph = u_o @ v.T, u_o @ hv.T
+    pt, ph = jm.mm(u_o, v.T), jm.mm(u_o, hv.T)
     up = jnp.max(pt, -1) - jnp.min(ph, -1)  # overlap along +u
     down = jnp.max(ph, -1) - jnp.min(pt, -1)  # along -u
     sep_o = jnp.where(par_o, -jnp.minimum(up, down), -_BIG)
@@ -415,7 +416,7 @@ def hull_triangle(h: PlacedHull, v, n, edge_kind, valid, cones: Cones | None = N
                           tscale)[1]
 
     def overlap(a):  # the triangle's overlap with h along a (from the mesh into h)
-        return jnp.max(a @ v.T, -1) - jnp.min(a @ hv.T, -1)
+        return jnp.max(jm.mm(a, v.T), -1) - jnp.min(jm.mm(a, hv.T), -1)
 
     big = jnp.asarray(_BIG, dt)
     nr = cn.normals.shape[1]
@@ -426,8 +427,8 @@ def hull_triangle(h: PlacedHull, v, n, edge_kind, valid, cones: Cones | None = N
     # the hull's faces whose normal (negated) lies in a corner's cone, or
     # that touch a boundary corner (there the triangle is its own solid)
     a_f = -h.normals
-    inside = jnp.all((jnp.einsum("fk,jrk->fjr", a_f, cn.planes) >= -tol) | ~in_cnt[None], -1)
-    proj = a_f @ v.T  # (F, 3)
+    inside = jnp.all((jm.einsum("fk,jrk->fjr", a_f, cn.planes) >= -tol) | ~in_cnt[None], -1)
+    proj = jm.mm(a_f, v.T)  # (F, 3)
     supp = proj >= jnp.max(proj, -1, keepdims=True) - _FEATURE_REL * scale
     ok_f = jnp.any((inside & (cn.count >= 3)[None]) | (supp & cn.open[None]), -1)
     d_f = jnp.where(ok_f, -sep_f, big)
@@ -493,16 +494,16 @@ def hull_triangle(h: PlacedHull, v, n, edge_kind, valid, cones: Cones | None = N
     ne = e.shape[0]
     jx, rx, kx = bx // (d_x.shape[1] * ne), (bx // ne) % d_x.shape[1], bx % ne
     u_x = _normalize(jnp.cross(d[jx, rx], he[kx]), n)
-    u_x = jnp.where(u_x @ (cn.normals[jx, rx] + n_next[jx, rx]) < 0, -u_x, u_x)
+    u_x = jnp.where(jm.mm(u_x, cn.normals[jx, rx] + n_next[jx, rx]) < 0, -u_x, u_x)
     u_e = jnp.where(own_e, u_o[ie, je], u_x)
     axis = jnp.where(kind == 0, n, jnp.where(kind == 1, a_f[bf], jnp.where(kind == 2, n_c, u_e)))
     # the triangle's face or a neighbour's: h's incident face clipped to the
     # triangle's prism (below its plane for a neighbour's), depths along the axis
-    fi = jnp.argmin(h.normals @ axis)
+    fi = jnp.argmin(jm.mm(h.normals, axis))
     lh = h.hull.faces.shape[1]
     poly = jnp.concatenate([hv[h.hull.faces[fi]], jnp.zeros((4, 3), dt)])
     poly, cnt = _clip_triangle_prism(poly, h.hull.face_size[fi], v, n, kind == 2)
-    d_t, t_touch = touching(jnp.max(v @ axis) - poly @ axis, tscale)
+    d_t, t_touch = touching(jnp.max(jm.mm(v, axis)) - jm.mm(poly, axis), tscale)
     ok_t = (jnp.arange(lh + 4) < cnt) & t_touch
     # the hull's face as the reference, the triangle clipped against it
     p_h, d_h, ok_h = _face_manifold(h, bf, t)
@@ -522,11 +523,11 @@ def hull_triangle(h: PlacedHull, v, n, edge_kind, valid, cones: Cones | None = N
     # nothing clipped (the touching part lies outside the clipped region):
     # one contact between the two supports along the axis, at the axis' depth
     none = ~jnp.any(ok)
-    sup = 0.5 * (v[jnp.argmax(v @ axis)] + hv[jnp.argmin(hv @ axis)])
+    sup = 0.5 * (v[jnp.argmax(jm.mm(v, axis))] + hv[jnp.argmin(jm.mm(hv, axis))])
     pos = jnp.where(none, jnp.where(first[:, None], sup, 0.0), pos)
     depth = jnp.where(none, jnp.where(first, depth_sat, 0.0), depth)
     ok = jnp.where(none, first, ok)
-    front = n @ (h.centre - v[0]) >= 0
+    front = jm.mm(n, h.centre - v[0]) >= 0
     ok = ok & valid & front & ~separated
     return pos, jnp.broadcast_to(axis, pos.shape), depth, ok
 

@@ -30,6 +30,7 @@ import jax.numpy as jnp
 from .heightfield import _points_contacts
 from .trimesh import reduce_contacts
 from .contact import Contact, GeomWorld, coord_scale, touching
+from jaxode.sim import math as jm
 
 TRIMESH_PLANE_NCON = 4
 TRIMESH_HFIELD_NCON = 4
@@ -37,7 +38,7 @@ TRIMESH_HFIELD_NCON = 4
 
 def world_vertices(g1: GeomWorld, verts) -> jax.Array:
     """The mesh's vertices (V, 3) [m] in the world frame."""
-    return g1.pos + verts.astype(g1.pos.dtype) @ g1.rot.T
+    return g1.pos + jm.mm(verts.astype(g1.pos.dtype), g1.rot.T)
 
 
 def trimesh_plane(g1: GeomWorld, g2: GeomWorld, verts, tris) -> Contact:
@@ -45,7 +46,7 @@ def trimesh_plane(g1: GeomWorld, g2: GeomWorld, verts, tris) -> Contact:
     deepest first then spread out; 4 slots."""
     v = world_vertices(g1, verts)
     n = g2.rot[:, 2]
-    depth, touch = touching(g2.pos @ n - v @ n, coord_scale(g1.pos, g2.pos, g1.size[1]))
+    depth, touch = touching(jm.mm(g2.pos, n) - jm.mm(v, n), coord_scale(g1.pos, g2.pos, g1.size[1]))
     normal = jnp.broadcast_to(n, v.shape)
     return reduce_contacts(v, normal, depth, touch, TRIMESH_PLANE_NCON, g1.size[1])
 

@@ -87,6 +87,7 @@ from .convex import _EDGE_ABS, _EDGE_REL, PlacedHull, _face_manifold
 from .trimesh import (_BIG, _CONVEX, _FEATURE_REL, Triangles, _triangle_hull, reduce_contacts,
                       triangle_sat)
 from .contact import Contact, GeomWorld, Hull, coord_scale, touching
+from jaxode.sim import math as jm
 
 TRIMESH_TRIMESH_NCON = 8
 #: A's triangles are gathered from the AABB intersection grown by this
@@ -118,7 +119,7 @@ def triangle_prism(u, n, thick) -> PlacedHull:
     side = jnp.cross(u[jnp.array([1, 2, 0])] - u, n)
     side = side / jnp.linalg.norm(side, axis=-1, keepdims=True)
     normals = jnp.concatenate([jnp.stack([n, -n]), side])
-    offsets = jnp.concatenate([jnp.stack([n @ u[0], -(n @ verts[3])]), jnp.sum(side * u, -1)])
+    offsets = jnp.concatenate([jnp.stack([jm.mm(n, u[0]), -(jm.mm(n, verts[3]))]), jnp.sum(side * u, -1)])
     centre = jnp.mean(verts, 0)
     def i(x):
         return jnp.asarray(x, jnp.int32)
@@ -137,7 +138,7 @@ def _allowed(nu, v, edge_kind, corner_kind, tol):
     into A's prism) is its face or a convex edge or corner. (Hull-trimesh
     replaced this rule by normal cones, ``trimesh.hull_triangle``; the prism
     pair keeps it: its A side has its own masks, ``_prism_masks``.)"""
-    proj = v @ nu
+    proj = jm.mm(v, nu)
     touch = proj >= jnp.max(proj) - tol
     nt = jnp.sum(touch)
     edge = (jnp.argmin(touch) + 1) % 3  # the edge opposite the one vertex not touching
@@ -161,10 +162,10 @@ def convex_features(q, v, n, edge_kind, corner_kind):
     """Where points q (N, 3) [m] lie on the triangle v (3, 3) (unit normal
     n; barycentric coordinates, projected along n, within ``_FEATURE_REL``
     of zero): (at a convex corner (N,), on a convex edge or corner (N,))."""
-    area = jnp.cross(v[1] - v[0], v[2] - v[0]) @ n
+    area = jm.mm(jnp.cross(v[1] - v[0], v[2] - v[0]), n)
     d = v[None] - q[:, None]  # (N, 3 corners, 3)
-    w = jnp.stack([jnp.cross(d[:, 1], d[:, 2]) @ n, jnp.cross(d[:, 2], d[:, 0]) @ n,
-                   jnp.cross(d[:, 0], d[:, 1]) @ n], -1) / area
+    w = jnp.stack([jm.mm(jnp.cross(d[:, 1], d[:, 2]), n), jm.mm(jnp.cross(d[:, 2], d[:, 0]), n),
+                   jm.mm(jnp.cross(d[:, 0], d[:, 1]), n)], -1) / area
     zero = w <= _FEATURE_REL
     nz = jnp.sum(zero, -1)
     edge = (jnp.argmax(zero, -1) + 1) % 3  # the zero coordinate j is opposite edge j + 1
@@ -224,14 +225,14 @@ def prism_triangle(p: PlacedHull, kind_a, corner_a, n_a, v, n, edge_kind, corner
     pos = jnp.where(use_edge, p_e, jnp.where(use_pf, p_p, p_t))
     depth = jnp.where(use_edge, d_e, jnp.where(use_pf, d_p, d_t))
     ok = jnp.where(use_edge, first, jnp.where(use_pf, ok_p, ok_t))
-    front = n @ (origin - v[0]) >= 0
-    facing = n_a @ n < 0
+    front = jm.mm(n, origin - v[0]) >= 0
+    facing = jm.mm(n_a, n) < 0
     # only points on A's own triangle, or on B's under it (A's face the
     # reference), are on A's surface; not those of a prism side standing in
     # for A's inside (a box's side triangle, tilted by 1e-4 rad, has a prism
     # side in its top face)
     on_a = ((use_pf & (bf == 0))
-            | (jnp.abs((pos - p.verts[0]) @ n_a) <= _FEATURE_REL * scale))
+            | (jnp.abs(jm.mm(pos - p.verts[0], n_a)) <= _FEATURE_REL * scale))
     support = use_edge | (on_a & supports(pos, v, n, (edge_kind, corner_kind), p.verts[:3], n_a,
                                           (kind_a, corner_a)))
     ok = ok & valid & front & facing & ~separated & support
@@ -256,7 +257,7 @@ def _maybe(u, tris_a: Triangles, v, tris_b: Triangles, origin, margin):
     lo_a, hi_a = jnp.min(u, 1) - margin, jnp.max(u, 1) + margin
     lo_b, hi_b = jnp.min(v, 1), jnp.max(v, 1)
     overlap = jnp.all((lo_a[:, None] <= hi_b[None]) & (lo_b[None] <= hi_a[:, None]), -1)
-    facing = tris_a.normal @ tris_b.normal.T < 0
+    facing = jm.mm(tris_a.normal, tris_b.normal.T) < 0
     front = jnp.sum(tris_b.normal * (origin - tris_b.a), -1) >= 0
     return overlap & facing & front[None] & tris_a.valid[:, None] & tris_b.valid[None]
 

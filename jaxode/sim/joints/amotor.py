@@ -43,14 +43,14 @@ def user_axes(g, r1, r2):
     r1, r2 the bodies' rotation matrices (identity for the world)."""
     m, rel = g.extra["axes"], g.extra["rel"]
     # body 2 absent: r2 is the identity and the stored axis is the world axis
-    return jnp.where((rel == 1)[:, None], m @ r1.T, jnp.where((rel == 2)[:, None], m @ r2.T, m))
+    return jnp.where((rel == 1)[:, None], jm.mm(m, r1.T), jnp.where((rel == 2)[:, None], jm.mm(m, r2.T), m))
 
 
 def euler_axes(g, r1, r2):
     """ODE's doComputeGlobalEulerAxes: (ax0, ax1, ax2) in the world frame; ax0
     from body 1, ax2 from body 2 (or the world), ax1 = normalize(ax2 x ax0)."""
-    ax0 = r1 @ g.extra["axes"][0]
-    ax2 = r2 @ g.extra["axes"][2]
+    ax0 = jm.mm(r1, g.extra["axes"][0])
+    ax2 = jm.mm(r2, g.extra["axes"][2])
     return ax0, _normalize(jnp.cross(ax2, ax0)), ax2
 
 
@@ -59,10 +59,10 @@ def euler_angles(g, r1, r2):
     its reference), angle 1 about ax1 (the tilt between ax0 and ax2; zero when
     they are perpendicular), angle 2 about ax2 (body 2 relative to its reference)."""
     ax0, ax1, ax2 = euler_axes(g, r1, r2)
-    ref1, ref2 = r1 @ g.extra["ref1"], r2 @ g.extra["ref2"]
-    a0 = -jnp.arctan2(jnp.dot(ax2, jnp.cross(ax0, ref1)), jnp.dot(ax2, ref1))
-    a1 = -jnp.arctan2(jnp.dot(ax2, ax0), jnp.dot(ax2, jnp.cross(ax0, ax1)))
-    a2 = -jnp.arctan2(jnp.dot(ref2, ax1), jnp.dot(ref2, jnp.cross(ax1, ax2)))
+    ref1, ref2 = jm.mm(r1, g.extra["ref1"]), jm.mm(r2, g.extra["ref2"])
+    a0 = -jnp.arctan2(jm.mm(ax2, jnp.cross(ax0, ref1)), jm.mm(ax2, ref1))
+    a1 = -jnp.arctan2(jm.mm(ax2, ax0), jm.mm(ax2, jnp.cross(ax0, ax1)))
+    a2 = -jnp.arctan2(jm.mm(ref2, ax1), jm.mm(ref2, jnp.cross(ax1, ax2)))
     return jnp.stack([a0, a1, a2])
 
 
@@ -93,7 +93,7 @@ def amotor(g, b: BodyPair, jp: JointParams, erp_w, cfm_w, h):
     z3 = jnp.zeros(3, dtype)
     lims = []
     for i in range(3):
-        lim = Limot(*limot_row(axes[i], True, angles[i], jnp.dot(axes[i], dw),
+        lim = Limot(*limot_row(axes[i], True, angles[i], jm.mm(axes[i], dw),
                                axis(jp.axes, i), z3, g.has2, h, True))
         on = i < g.extra["num"]
         lims.append(lim._replace(active=lim.active & on, extra1=jnp.where(on, lim.extra1, 0.0),
@@ -110,12 +110,12 @@ def _geometry(geo, frame1, frame2):
     stored, ref1, ref2 = np.zeros((3, 3)), np.zeros(3), np.zeros(3)
     if geo["mode"] == "euler":
         a0, a2 = axes
-        stored[0], stored[2] = r1.T @ a0, r2.T @ a2
-        ref1, ref2 = r1.T @ a2, r2.T @ a0
+        stored[0], stored[2] = jm.mm(r1.T, a0), jm.mm(r2.T, a2)
+        ref1, ref2 = jm.mm(r1.T, a2), jm.mm(r2.T, a0)
     else:
         for i in range(num):
             frame = {1: r1, 2: r2}.get(int(rel[i]), np.eye(3))
-            stored[i] = frame.T @ axes[i]
+            stored[i] = jm.mm(frame.T, axes[i])
     return dict(axes=stored, rel=np.asarray(rel, np.float64), num=float(num),
                 euler=float(geo["mode"] == "euler"), ref1=ref1, ref2=ref2)
 

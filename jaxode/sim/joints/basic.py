@@ -14,7 +14,7 @@ from jaxode.sim.joints.common import (BALL, FIXED, HINGE, SLIDER, BodyPair, Join
 def ball_rows_of(g, b: BodyPair, k):
     """The three ball-and-socket rows: anchor points of both bodies coincide."""
     r1, r2 = jm.quat_to_mat(b.quat1), jm.quat_to_mat(b.quat2)
-    a1, a2 = r1 @ g.anchor1, r2 @ g.anchor2
+    a1, a2 = jm.mm(r1, g.anchor1), jm.mm(r2, g.anchor2)
     eye = jnp.eye(3, dtype=a1.dtype)
     j1 = jnp.concatenate([eye, cross_minus(a1)], axis=1)
     j2 = jnp.concatenate([-eye, -cross_minus(a2)], axis=1)
@@ -30,7 +30,7 @@ def fixed_orientation_rows(g, b: BodyPair, k):
     j2 = jnp.concatenate([z, -eye], axis=1)
     qerr = relative_quat(g.qrel, b.quat1, b.quat2)
     qerr = jnp.where(qerr[0] < 0, -qerr, qerr)
-    e = jm.quat_to_mat(b.quat1) @ qerr[1:]
+    e = jm.mm(jm.quat_to_mat(b.quat1), qerr[1:])
     return j1, j2, 2.0 * k * e
 
 
@@ -43,7 +43,7 @@ def fixed(g, b: BodyPair, jp: JointParams, erp_w, cfm_w, h):
     dtype = b.pos1.dtype
     k = erp_w / h
     jr1, jr2, cr = fixed_orientation_rows(g, b, k)
-    ofs = jm.quat_to_mat(b.quat1) @ g.offset
+    ofs = jm.mm(jm.quat_to_mat(b.quat1), g.offset)
     eye = jnp.eye(3, dtype=dtype)
     jl1 = jnp.concatenate([eye, -cross_minus(ofs) * g.has2], axis=1)
     jl2 = jnp.concatenate([-eye, jnp.zeros((3, 3), dtype)], axis=1)
@@ -58,7 +58,7 @@ def hinge_axis_rows(ax1, ax2, k):
     z3 = jnp.zeros(3, ax1.dtype)
     j1 = jnp.stack([jnp.concatenate([z3, p]), jnp.concatenate([z3, q])])
     bb = jnp.cross(ax1, ax2)
-    return j1, -j1, k * jnp.stack([jnp.dot(bb, p), jnp.dot(bb, q)])
+    return j1, -j1, k * jnp.stack([jm.mm(bb, p), jm.mm(bb, q)])
 
 
 def rotational_limit_in_use(a):
@@ -70,12 +70,12 @@ def hinge(g, b: BodyPair, jp: JointParams, erp_w, cfm_w, h):
     dtype = b.pos1.dtype
     k = erp_w / h
     jb1, jb2, cb = ball_rows_of(g, b, k)
-    ax1 = jm.quat_to_mat(b.quat1) @ g.axis1
-    ax2 = jm.quat_to_mat(b.quat2) @ g.axis2
+    ax1 = jm.mm(jm.quat_to_mat(b.quat1), g.axis1)
+    ax2 = jm.mm(jm.quat_to_mat(b.quat2), g.axis2)
     jh1, jh2, ch = hinge_axis_rows(ax1, ax2, k)
     a = axis(jp.axes, 0)
     angle = hinge_angle_from_quat(relative_quat(g.qrel, b.quat1, b.quat2), g.axis1)
-    rate = jnp.dot(ax1, b.angvel1) - jnp.dot(ax1, b.angvel2)
+    rate = jm.mm(ax1, b.angvel1) - jm.mm(ax1, b.angvel2)
     lim = limot_row(ax1, True, angle, rate, a, jnp.zeros(3, dtype), g.has2, h,
                     rotational_limit_in_use(a))
     return assemble(jnp.concatenate([jb1, jh1]), jnp.concatenate([jb2, jh2]),
@@ -85,7 +85,7 @@ def hinge(g, b: BodyPair, jp: JointParams, erp_w, cfm_w, h):
 def slider(g, b: BodyPair, jp: JointParams, erp_w, cfm_w, h):
     k = erp_w / h
     jr1, jr2, cr = fixed_orientation_rows(g, b, k)
-    ax1 = jm.quat_to_mat(b.quat1) @ g.axis1
+    ax1 = jm.mm(jm.quat_to_mat(b.quat1), g.axis1)
     p, q = jm.plane_space(ax1)
     r2 = jm.quat_to_mat(b.quat2)
     cc = (b.pos2 - b.pos1) * g.has2
@@ -93,14 +93,14 @@ def slider(g, b: BodyPair, jp: JointParams, erp_w, cfm_w, h):
     ang_q = 0.5 * jnp.cross(cc, q)
     js1 = jnp.stack([jnp.concatenate([p, ang_p]), jnp.concatenate([q, ang_q])])
     js2 = jnp.stack([jnp.concatenate([-p, ang_p]), jnp.concatenate([-q, ang_q])])
-    ofs_vec = jnp.where(g.has2 > 0, b.pos2 - b.pos1 + r2 @ g.offset, g.offset - b.pos1)
-    cs = k * jnp.stack([jnp.dot(p, ofs_vec), jnp.dot(q, ofs_vec)])
+    ofs_vec = jnp.where(g.has2 > 0, b.pos2 - b.pos1 + jm.mm(r2, g.offset), g.offset - b.pos1)
+    cs = k * jnp.stack([jm.mm(p, ofs_vec), jm.mm(q, ofs_vec)])
     # attached world-first: ODE negates the limit/motor axis and the position
     # its stops test (slider.cpp: dJOINT_REVERSE)
     sgn = reverse_sign(g, ax1.dtype)
     axl = ax1 * sgn
-    position = jnp.dot(axl, (b.pos1 - b.pos2) - r2 @ g.offset)
-    rate = jnp.dot(axl, b.vel1) - jnp.dot(axl, b.vel2)
+    position = jm.mm(axl, (b.pos1 - b.pos2) - jm.mm(r2, g.offset))
+    rate = jm.mm(axl, b.vel1) - jm.mm(axl, b.vel2)
     a = axis(jp.axes, 0)
     use = ((a.lo_stop > -jnp.inf) | (a.hi_stop < jnp.inf)) & (a.lo_stop <= a.hi_stop)
     ltd = jnp.cross(0.5 * (b.pos2 - b.pos1), axl)
@@ -114,7 +114,7 @@ register(HINGE, JointType("hinge", 6, 1, hinge))
 register(SLIDER, JointType("slider", 6, 1, slider))
 def _fixed_geometry(geo, frame1, frame2):
     p1, r1, _ = frame1
-    return {"offset": p1 if frame2 is None else r1.T @ (p1 - frame2[0])}
+    return {"offset": p1 if frame2 is None else jm.mm(r1.T, p1 - frame2[0])}
 
 
 register(FIXED, JointType("fixed", 6, 0, fixed, _fixed_geometry))

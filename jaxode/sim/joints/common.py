@@ -163,7 +163,7 @@ def hinge_angle_from_quat(qrel_now, axis):
     s2 = jnp.sum(qrel_now[1:] ** 2)
     nz = s2 > 0
     sint2 = jnp.where(nz, jnp.sqrt(jnp.where(nz, s2, 1.0)), 0.0)
-    pos = jnp.dot(qrel_now[1:], axis) >= 0
+    pos = jm.mm(qrel_now[1:], axis) >= 0
     theta = jnp.where(pos, 2 * jnp.arctan2(sint2, cost2), 2 * jnp.arctan2(sint2, -cost2))
     theta = jnp.where(theta > jnp.pi, theta - 2 * jnp.pi, theta)
     return 0.0 - theta  # +0.0, not -0.0, at the reference pose

@@ -27,8 +27,8 @@ from jaxode.sim.joints.common import (LMOTOR, BodyPair, JointParams, JointType, 
 def world_axes(g, q1, q2):
     """ODE's dxJointLMotor::computeGlobalAxes: the stored axes in the world frame (3, 3)."""
     m, rel = g.extra["axes"], g.extra["rel"]
-    ax1 = m @ jm.quat_to_mat(q1).T
-    ax2 = m @ jm.quat_to_mat(q2).T
+    ax1 = jm.mm(m, jm.quat_to_mat(q1).T)
+    ax2 = jm.mm(m, jm.quat_to_mat(q2).T)
     return jnp.where((rel == 1)[:, None], ax1, jnp.where((rel == 2)[:, None], ax2, m))
 
 
@@ -55,7 +55,7 @@ def _geometry(geo, frame1, frame2):
     stored = np.zeros((3, 3))
     for i in range(geo["num_axes"]):
         frame = {1: r1, 2: None if frame2 is None else frame2[1]}.get(rel[i])
-        stored[i] = geo["axes"][i] if frame is None else frame.T @ geo["axes"][i]
+        stored[i] = geo["axes"][i] if frame is None else jm.mm(frame.T, geo["axes"][i])
     return dict(axes=stored, rel=np.asarray(rel, np.float64),
                 num=float(geo["num_axes"]))
 

@@ -33,8 +33,8 @@ def piston_position(g, pos1, q1, pos2, q2):
     """dJointGetPistonPosition [m]: ax1 . (anchor point of body 1 - anchor on
     body 2), ax1 the world axis of body 1; zero at build time."""
     r1 = jm.quat_to_mat(q1)
-    gap = -anchor_gap(pos1, r1 @ g.anchor1, pos2, jm.quat_to_mat(q2) @ g.anchor2)
-    return jnp.dot(r1 @ g.axis1, gap)
+    gap = -anchor_gap(pos1, jm.mm(r1, g.anchor1), pos2, jm.mm(jm.quat_to_mat(q2), g.anchor2))
+    return jm.mm(jm.mm(r1, g.axis1), gap)
 
 
 def piston_angle(g, q1, q2):
@@ -52,24 +52,24 @@ def piston(g, b: BodyPair, jp: JointParams, erp_w, cfm_w, h):
     k = erp_w / h
     z3 = jnp.zeros(3, dtype)
     r1, r2 = jm.quat_to_mat(b.quat1), jm.quat_to_mat(b.quat2)
-    ax1 = r1 @ g.axis1
-    ja1, ja2, ca = hinge_axis_rows(ax1, r2 @ g.axis2, k)
+    ax1 = jm.mm(r1, g.axis1)
+    ja1, ja2, ca = hinge_axis_rows(ax1, jm.mm(r2, g.axis2), k)
     # body 2's anchor relative to its centre, and relative to body 1's centre (for
     # the world r2 = I, pos2 = 0: anchor2 - pos1, as ODE)
-    lanchor2 = r2 @ g.anchor2
+    lanchor2 = jm.mm(r2, g.anchor2)
     dist = (b.pos2 - b.pos1) + lanchor2
     p, q = jm.plane_space(ax1)
     dirs = jnp.stack([p, q])
     jl1 = jnp.concatenate([dirs, jnp.cross(dist, dirs)], axis=1)
     jl2 = jnp.concatenate([-dirs, jnp.cross(dirs, lanchor2)], axis=1)
-    cl = k * (dirs @ (dist - r1 @ g.anchor1))
+    cl = k * (jm.mm(dirs, dist - jm.mm(r1, g.anchor1)))
     ap, ar = axis(jp.axes, 0), axis(jp.axes, 1)
     position = piston_position(g, b.pos1, b.quat1, b.pos2, b.quat2)
     ltd = jnp.cross(0.5 * (b.pos2 - b.pos1), ax1)
-    limp = limot_row(ax1, False, position, jnp.dot(ax1, b.vel1 - b.vel2), ap, ltd, g.has2, h,
+    limp = limot_row(ax1, False, position, jm.mm(ax1, b.vel1 - b.vel2), ap, ltd, g.has2, h,
                      _finite_stops(ap))
     limr = limot_row(ax1, True, piston_angle(g, b.quat1, b.quat2),
-                     jnp.dot(ax1, b.angvel1 - b.angvel2), ar, z3, g.has2, h, _finite_stops(ar))
+                     jm.mm(ax1, b.angvel1 - b.angvel2), ar, z3, g.has2, h, _finite_stops(ar))
     return assemble(jnp.concatenate([ja1, jl1]), jnp.concatenate([ja2, jl2]),
                     jnp.concatenate([ca, cl]), cfm_w, [limp, limr])
 

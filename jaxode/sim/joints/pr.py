@@ -45,16 +45,16 @@ def pr_position(g, pos1, q1, pos2, q2):
     axP the world prismatic axis; zero at build time (body 2 = world: pos2 = 0,
     q2 = identity, anchor2 a world point)."""
     r1 = jm.quat_to_mat(q1)
-    gap = -anchor_gap(pos1, r1 @ g.anchor1, pos2, jm.quat_to_mat(q2) @ g.anchor2)
-    return jnp.dot(r1 @ g.extra["axis_p"], gap)
+    gap = -anchor_gap(pos1, jm.mm(r1, g.anchor1), pos2, jm.mm(jm.quat_to_mat(q2), g.anchor2))
+    return jm.mm(jm.mm(r1, g.extra["axis_p"]), gap)
 
 
 def pr_position_rate(g, q1, vel1, q2, vel2, w2):
     """dJointGetPRPositionRate [m/s]: axP . (v1 - (v2 + w2 x a2)), a2 body 2's
     anchor relative to its centre (world frame); body 1's rotation does not enter."""
-    axp = jm.quat_to_mat(q1) @ g.extra["axis_p"]
-    a2 = jm.quat_to_mat(q2) @ g.anchor2       # the world: w2 = 0, v2 = 0
-    return jnp.dot(axp, vel1) - jnp.dot(axp, vel2 + jnp.cross(w2, a2))
+    axp = jm.mm(jm.quat_to_mat(q1), g.extra["axis_p"])
+    a2 = jm.mm(jm.quat_to_mat(q2), g.anchor2)       # the world: w2 = 0, v2 = 0
+    return jm.mm(axp, vel1) - jm.mm(axp, vel2 + jnp.cross(w2, a2))
 
 
 def pr_angle(g, q1, q2):
@@ -68,34 +68,34 @@ def pr(g, b: BodyPair, jp: JointParams, erp_w, cfm_w, h):
     k = erp_w / h
     z3 = jnp.zeros(3, dtype)
     r1, r2 = jm.quat_to_mat(b.quat1), jm.quat_to_mat(b.quat2)
-    axp = r1 @ g.extra["axis_p"]
-    ax1 = r1 @ g.axis1                       # rotoide axis on body 1
-    ax2 = r2 @ g.axis2                       # rotoide axis on body 2 (world axis: r2 = I)
+    axp = jm.mm(r1, g.extra["axis_p"])
+    ax1 = jm.mm(r1, g.axis1)                       # rotoide axis on body 1
+    ax2 = jm.mm(r2, g.axis2)                       # rotoide axis on body 2 (world axis: r2 = I)
     q = jnp.cross(ax1, axp)
     # body 2's anchor relative to its centre, and relative to body 1's centre (for
     # the world r2 = I, pos2 = 0: anchor2 - pos1, as ODE)
-    wanchor2 = r2 @ g.anchor2
+    wanchor2 = jm.mm(r2, g.anchor2)
     dist = (b.pos2 - b.pos1) + wanchor2
     bb = jnp.cross(ax1, ax2)
     dirs_a = jnp.stack([axp, q])
     ja1 = jnp.concatenate([jnp.zeros((2, 3), dtype), dirs_a], axis=1)
-    ca = k * (dirs_a @ bb)
+    ca = k * (jm.mm(dirs_a, bb))
     dirs_l = jnp.stack([ax1, q])
     jl1 = jnp.concatenate([dirs_l, jnp.cross(dist, dirs_l)], axis=1)
     # ODE uses body 2's rotoide axis for the angular term of row 2 (equal to ax1
     # when the joint holds)
     jl2 = jnp.concatenate([-dirs_l, jnp.cross(jnp.stack([ax2, q]), wanchor2)], axis=1)
-    err = dist - r1 @ g.anchor1
-    cl = k * (dirs_l @ err)
+    err = dist - jm.mm(r1, g.anchor1)
+    cl = k * (jm.mm(dirs_l, err))
     # limit/motor rows: prismatic (axis 1), rotoide (axis 2)
     ap, ar = axis(jp.axes, 0), axis(jp.axes, 1)
     use_p = ((ap.lo_stop > -jnp.inf) | (ap.hi_stop < jnp.inf)) & (ap.lo_stop <= ap.hi_stop)
     position = pr_position(g, b.pos1, b.quat1, b.pos2, b.quat2)
     ltd = jnp.cross(0.5 * (b.pos2 - b.pos1), axp)
-    limp = limot_row(axp, False, position, jnp.dot(axp, b.vel1 - b.vel2), ap, ltd, g.has2, h,
+    limp = limot_row(axp, False, position, jm.mm(axp, b.vel1 - b.vel2), ap, ltd, g.has2, h,
                      use_p)
     angle = pr_angle(g, b.quat1, b.quat2)
-    limr = limot_row(ax1, True, angle, jnp.dot(ax1, b.angvel1 - b.angvel2), ar, z3, g.has2, h,
+    limr = limot_row(ax1, True, angle, jm.mm(ax1, b.angvel1 - b.angvel2), ar, z3, g.has2, h,
                      rotational_limit_in_use(ar))
     return assemble(jnp.concatenate([ja1, jl1]), jnp.concatenate([-ja1, jl2]),
                     jnp.concatenate([ca, cl]), cfm_w, [limp, limr])
@@ -106,8 +106,8 @@ def _geometry(geo, frame1, frame2):
     body 2 frames; world for the world)."""
     r1 = frame1[1]
     axr = geo["axis2"]
-    return dict(axis1=r1.T @ axr, axis2=axr if frame2 is None else frame2[1].T @ axr,
-                axis_p=r1.T @ geo["axis1"])
+    return dict(axis1=jm.mm(r1.T, axr), axis2=axr if frame2 is None else jm.mm(frame2[1].T, axr),
+                axis_p=jm.mm(r1.T, geo["axis1"]))
 
 
 register(PR, JointType("pr", 6, 2, pr, _geometry))

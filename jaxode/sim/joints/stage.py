@@ -49,7 +49,7 @@ def damping_wrench(g, b: Bodies, c: jax.Array):
     its rate negated and negates the applied force (dJOINT_REVERSE): no change.
     Returns (w1, w2) (J, 6) [force | torque] on body 1 and body 2."""
     r1 = jax.vmap(jm.quat_to_mat)(b.quat[g.body1])
-    ax = jnp.einsum("jab,jb->ja", r1, g.axis1)
+    ax = jm.einsum("jab,jb->ja", r1, g.axis1)
     if g.type == joints.HINGE:
         rate = jnp.sum(ax * (b.angvel[g.body1] - b.angvel[g.body2]), -1)
         t = ax * (-c * rate)[:, None]
@@ -115,8 +115,8 @@ def feedback(model: Model, head: Rows, layout: tuple, lam: jax.Array,
         lam_g = lam[start:start + n].reshape(nj, m)
         j1 = head.j1[start:start + n].reshape(nj, m, 6)
         j2 = head.j2[start:start + n].reshape(nj, m, 6)
-        f1 = jnp.einsum("jm,jmk->jk", lam_g, j1)
-        f2 = jnp.einsum("jm,jmk->jk", lam_g, j2)
+        f1 = jm.einsum("jm,jmk->jk", lam_g, j1)
+        f2 = jm.einsum("jm,jmk->jk", lam_g, j2)
         fb = jnp.stack([f1[:, :3], f1[:, 3:], f2[:, :3], f2[:, 3:]], axis=1)
         fb_all = fb_all.at[g.ids].set(fb.astype(previous.dtype))
         start += n

@@ -93,7 +93,7 @@ def initial_relative_rotations(ax1, ax2, q1, q2):
 
 def world_axes(g, q1, q2):
     """Axis 1 (from body 1) and axis 2 (from body 2, or the world) in the world frame."""
-    return jm.quat_to_mat(q1) @ g.axis1, jm.quat_to_mat(q2) @ g.axis2
+    return jm.mm(jm.quat_to_mat(q1), g.axis1), jm.mm(jm.quat_to_mat(q2), g.axis2)
 
 
 def universal_angles(g, q1, q2):
@@ -133,16 +133,16 @@ def universal(g, b: BodyPair, jp: JointParams, erp_w, cfm_w, h):
     k = erp_w / h
     jb1, jb2, cb = ball_rows_of(g, b, k)
     ax1, ax2 = world_axes(g, b.quat1, b.quat2)
-    cosang = jnp.dot(ax1, ax2)
+    cosang = jm.mm(ax1, ax2)
     p = _normalize(jnp.cross(ax1, ax2 - cosang * ax1))
     z3 = jnp.zeros(3, dtype)
     ju1 = jnp.concatenate([z3, p])[None]
     angle1, angle2 = universal_angles(g, b.quat1, b.quat2)
     dw = b.angvel1 - b.angvel2
     a1, a2 = axis(jp.axes, 0), axis(jp.axes, 1)
-    lim1 = limot_row(ax1, True, angle1, jnp.dot(ax1, dw), a1, z3, g.has2, h,
+    lim1 = limot_row(ax1, True, angle1, jm.mm(ax1, dw), a1, z3, g.has2, h,
                      rotational_limit_in_use(a1))
-    lim2 = limot_row(ax2, True, angle2, jnp.dot(ax2, dw), a2, z3, g.has2, h,
+    lim2 = limot_row(ax2, True, angle2, jm.mm(ax2, dw), a2, z3, g.has2, h,
                      rotational_limit_in_use(a2))
     return assemble(jnp.concatenate([jb1, ju1]), jnp.concatenate([jb2, -ju1]),
                     jnp.concatenate([cb, (-k * cosang)[None]]), cfm_w, [lim1, lim2])
@@ -154,7 +154,7 @@ def _geometry(geo, frame1, frame2):
     r2, q2 = (np.eye(3), np.array([1.0, 0.0, 0.0, 0.0])) if frame2 is None else frame2[1:]
     ax1, ax2 = geo["axis1"], geo["axis2"]
     qrel1, qrel2 = initial_relative_rotations(ax1, ax2, q1, q2)
-    return dict(axis1=r1.T @ ax1, axis2=r2.T @ ax2, qrel1=qrel1, qrel2=qrel2)
+    return dict(axis1=jm.mm(r1.T, ax1), axis2=jm.mm(r2.T, ax2), qrel1=qrel1, qrel2=qrel2)
 
 
 register(UNIVERSAL, JointType("universal", 6, 2, universal, _geometry))
