@@ -31,7 +31,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 import jaxode  # noqa: E402
-from bench import scenes as S  # noqa: E402
+from bench.gpu_run import prepare  # noqa: E402
 
 N = 1000
 
@@ -56,11 +56,8 @@ def micro():
 
 
 def scene_prog(name, solver, batch, steps):
-    model = S.model_of(name).replace(solver=solver)
-    states = jax.device_put(jaxode.batch(jaxode.init(model), batch))
-    params = jax.device_put(jaxode.batch(model.params, batch))
-    fn = jax.jit(jax.vmap(lambda s, p: jaxode.rollout(model, s, steps, 0.01, params=p)[0]))
-    return fn.lower(states, params), (states, params)
+    j = prepare(name, solver, batch, steps)
+    return j["lowered"], (j["states"], j["params"])
 
 
 def best_of(compiled, args, n=3):

@@ -190,7 +190,7 @@ def ray_trimesh(origin, direction, a, b, c, normals):
     s = origin - a
     u = jnp.sum(s * p, -1) * inv
     q = jnp.cross(s, e1)
-    v = (jm.mm(q, direction)) * inv
+    v = jm.mm(q, direction) * inv
     t = jnp.sum(e2 * q, -1) * inv
     hit = ok & (u >= 0) & (v >= 0) & (u + v <= 1) & (t >= 0)
     t = jnp.where(hit, t, jnp.inf)

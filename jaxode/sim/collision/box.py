@@ -189,7 +189,8 @@ def box_box(g1: GeomWorld, g2: GeomWorld) -> Contact:
 
     # --- separating axis test -------------------------------------------
     af = jnp.concatenate([R1.T, R2.T], axis=0)  # (6,3) face axes (rows)
-    pf = jm.mm(jnp.abs(jm.mm(af, R1)), h1) + jm.mm(jnp.abs(jm.mm(af, R2)), h2) - jnp.abs(jm.mm(af, d))
+    pf = (jm.mm(jnp.abs(jm.mm(af, R1)), h1) + jm.mm(jnp.abs(jm.mm(af, R2)), h2)
+          - jnp.abs(jm.mm(af, d)))
     cr = jnp.cross(R1.T[:, None, :], R2.T[None, :, :]).reshape(9, 3)
     ue, eok = _safe_normalize(cr)
     ad = jnp.abs(jm.mm(ue, d))

@@ -237,7 +237,8 @@ def convex_plane(g1: GeomWorld, g2: GeomWorld, hull1: Hull) -> Contact:
     deepest first then spread out; 4 slots."""
     h = place(hull1, g1.pos, g1.rot)
     n = g2.rot[:, 2]
-    depth, touch = touching(jm.mm(g2.pos, n) - jm.mm(h.verts, n), coord_scale(g1.pos, g2.pos, h.extent))
+    depth, touch = touching(jm.mm(g2.pos, n) - jm.mm(h.verts, n),
+                            coord_scale(g1.pos, g2.pos, h.extent))
     ok = (jnp.arange(h.verts.shape[0]) < hull1.nvert) & touch
     sel, sok = _reduce(h.verts, depth, ok, CONVEX_PLANE_NCON, _FLAT_REL * h.extent)
     return _finish(h.verts[sel], jnp.broadcast_to(n, (CONVEX_PLANE_NCON, 3)), depth[sel], sok)
@@ -297,7 +298,8 @@ def _segment_in_hull(hull: Hull, o, d, half) -> _SegmentIn:
     cen = hull.centre.astype(dt)
     verts = hull.verts.astype(dt) - cen
     normals = hull.normals.astype(dt)
-    room = hull.offsets.astype(dt) - jm.mm(normals, cen) - jm.mm(normals, o)  # >= 0: o under the plane
+    # >= 0: o under the plane
+    room = hull.offsets.astype(dt) - jm.mm(normals, cen) - jm.mm(normals, o)
     # clipped by each face plane: (normals @ d) u <= room
     nd = jm.mm(normals, d)
     ok = jnp.abs(nd) > _EPS_DIR

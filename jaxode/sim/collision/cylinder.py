@@ -94,7 +94,7 @@ def _any_perp(a):
 
 def _perp(v, a):
     """Component of v (..., 3) perpendicular to unit a."""
-    return v - (jm.mm(v, a))[..., None] * a
+    return v - jm.mm(v, a)[..., None] * a
 
 
 def _rim_point(cc, a, r, p):
@@ -142,7 +142,7 @@ def _circle_seg_axes(cc, a, r, p0, p1):
     e, _ = _normalize(p1 - p0)
     ea = jm.mm(e, a)
     ok = jnp.abs(ea) > 1e-5
-    x = p0 + e * ((jm.mm(cc - p0, a)) / jnp.where(ok, ea, 1.0))[..., None]
+    x = p0 + e * (jm.mm(cc - p0, a) / jnp.where(ok, ea, 1.0))[..., None]
     tangent = jnp.cross(cc - x, a)
     ax2 = jnp.where(ok[..., None], jnp.cross(tangent, e), 0.0)
     return jnp.stack([ax1, ax2], axis=-2)
@@ -259,7 +259,7 @@ def _sat(overlap, axes, kinks):
         # rotations of uk about each kink vector by +-step (Rodrigues)
         cs, sn = jnp.cos(step), jnp.sin(step) * sgn[:, None, None]
         kxu = jnp.cross(k, uk)[None]
-        rot = uk * cs + kxu * sn + k[None] * ((jm.mm(k, uk)) * (1.0 - cs))[None, :, None]
+        rot = uk * cs + kxu * sn + k[None] * (jm.mm(k, uk) * (1.0 - cs))[None, :, None]
         cand = jnp.concatenate([free, rot.reshape(-1, 3)], axis=0)
         oc = overlap(cand)
         j = jnp.argmin(oc)
@@ -288,7 +288,7 @@ def _plane_z(x, f2, fz, m, n, frame):
     feature's vertex 0 with normal m."""
     mn = jm.mm(m, n)
     mn_safe = jnp.where(jnp.abs(mn) > 1e-6, mn, 1.0)
-    return fz[0] - (jm.mm(x - f2[0], jm.mm(m, frame))) / mn_safe
+    return fz[0] - jm.mm(x - f2[0], jm.mm(m, frame)) / mn_safe
 
 
 def _height(x, f2, fz, f: Feature, n, frame):
@@ -296,7 +296,7 @@ def _height(x, f2, fz, f: Feature, n, frame):
     polygons, linear along the segment [v0, v1] (clamped) for segments."""
     e = f2[1] - f2[0]
     ee = jm.mm(e, e)
-    t = jnp.clip((jm.mm(x - f2[0], e)) / jnp.where(ee > _EPS2, ee, 1.0), 0.0, 1.0)
+    t = jnp.clip(jm.mm(x - f2[0], e) / jnp.where(ee > _EPS2, ee, 1.0), 0.0, 1.0)
     z_seg = fz[0] + t * (fz[1] - fz[0])
     return jnp.where(f.is_seg, z_seg, _plane_z(x, f2, fz, f.m, n, frame))
 
@@ -323,7 +323,8 @@ def _edge_circle(p2, pz, q2, qz, q: Feature, n, frame):
     exact rim of disc feature q: (x (2K, 2), z on p, z on q, ok)."""
     e2 = jnp.roll(p2, -1, axis=0) - p2
     ez = jnp.roll(pz, -1) - pz
-    lift = lambda x: jm.mm(x, frame.T) + _plane_z(x, q2, qz, q.m, n, frame)[..., None] * n  # noqa: E731
+    def lift(x):
+        return jm.mm(x, frame.T) + _plane_z(x, q2, qz, q.m, n, frame)[..., None] * n
     x0 = lift(p2) - q.centre
     x1 = lift(p2 + e2) - q.centre - x0
     qa = jnp.sum(x1 * x1, -1)

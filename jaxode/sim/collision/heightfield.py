@@ -87,8 +87,7 @@ def _points_contacts(pts, heights, dims, g2, ncon):
     contact = inside & touch
     deepest = jnp.max(jnp.where(contact, raw, -jnp.inf))
     near = inside & jnp.any(contact) & (raw >= deepest - flat_tol)
-    ok = inside & (touch | near)
-    depth = jnp.where(touch, depth, 0.0)
+    ok = inside & (touch | near)   # (touching() already reads a separation as depth 0)
     sel, sok = _reduce(pts, depth, ok, ncon, flat_tol)
     return Contact(pos=jnp.where(sok[:, None], pts[sel], 0.0),
                    normal=jnp.where(sok[:, None], n[sel], 0.0),

@@ -314,7 +314,8 @@ def _triangle_hull(v, n) -> PlacedHull:
     def i(x):  # int32 index tables, with or without jax_enable_x64
         return jnp.asarray(x, jnp.int32)
 
-    hull = Hull(verts=v, normals=jnp.stack([n, -n]), offsets=jnp.stack([jm.mm(n, v[0]), -(jm.mm(n, v[0]))]),
+    hull = Hull(verts=v, normals=jnp.stack([n, -n]), offsets=jnp.stack([jm.mm(n, v[0]),
+                                                                      -jm.mm(n, v[0])]),
                 faces=i(_TRI_FACES), face_size=i(np.array([3, 3])), edges=i(_TRI_EDGES),
                 edge_faces=i(np.zeros((3, 2), np.int64) + [0, 1]), tris=i(_TRI_FACES[:1]),
                 centre=jnp.mean(v, 0), nvert=i(3), nface=i(2))

@@ -119,7 +119,8 @@ def triangle_prism(u, n, thick) -> PlacedHull:
     side = jnp.cross(u[jnp.array([1, 2, 0])] - u, n)
     side = side / jnp.linalg.norm(side, axis=-1, keepdims=True)
     normals = jnp.concatenate([jnp.stack([n, -n]), side])
-    offsets = jnp.concatenate([jnp.stack([jm.mm(n, u[0]), -(jm.mm(n, verts[3]))]), jnp.sum(side * u, -1)])
+    offsets = jnp.concatenate([jnp.stack([jm.mm(n, u[0]), -jm.mm(n, verts[3])]),
+                               jnp.sum(side * u, -1)])
     centre = jnp.mean(verts, 0)
     def i(x):
         return jnp.asarray(x, jnp.int32)

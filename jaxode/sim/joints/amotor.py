@@ -43,7 +43,8 @@ def user_axes(g, r1, r2):
     r1, r2 the bodies' rotation matrices (identity for the world)."""
     m, rel = g.extra["axes"], g.extra["rel"]
     # body 2 absent: r2 is the identity and the stored axis is the world axis
-    return jnp.where((rel == 1)[:, None], jm.mm(m, r1.T), jnp.where((rel == 2)[:, None], jm.mm(m, r2.T), m))
+    return jnp.where((rel == 1)[:, None], jm.mm(m, r1.T),
+                     jnp.where((rel == 2)[:, None], jm.mm(m, r2.T), m))
 
 
 def euler_axes(g, r1, r2):

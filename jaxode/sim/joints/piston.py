@@ -62,7 +62,7 @@ def piston(g, b: BodyPair, jp: JointParams, erp_w, cfm_w, h):
     dirs = jnp.stack([p, q])
     jl1 = jnp.concatenate([dirs, jnp.cross(dist, dirs)], axis=1)
     jl2 = jnp.concatenate([-dirs, jnp.cross(dirs, lanchor2)], axis=1)
-    cl = k * (jm.mm(dirs, dist - jm.mm(r1, g.anchor1)))
+    cl = k * jm.mm(dirs, dist - jm.mm(r1, g.anchor1))
     ap, ar = axis(jp.axes, 0), axis(jp.axes, 1)
     position = piston_position(g, b.pos1, b.quat1, b.pos2, b.quat2)
     ltd = jnp.cross(0.5 * (b.pos2 - b.pos1), ax1)

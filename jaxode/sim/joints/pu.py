@@ -64,7 +64,7 @@ def pu(g, b: BodyPair, jp: JointParams, erp_w, cfm_w, h):
     dirs = jnp.stack([p, q])
     j1 = jnp.concatenate([ju1[None], jnp.concatenate([dirs, jnp.cross(pt1, dirs)], axis=1)])
     j2 = jnp.concatenate([-ju1[None], jnp.concatenate([-dirs, jnp.cross(dirs, pt2)], axis=1)])
-    c = jnp.concatenate([cu[None], k * (jm.mm(dirs, sep))])
+    c = jnp.concatenate([cu[None], k * jm.mm(dirs, sep)])
     # limits and motors: axis 1, axis 2 (rotational), axis 3 (two-point linear)
     angle1, angle2 = universal_angles(g, b.quat1, b.quat2)
     dw = b.angvel1 - b.angvel2

@@ -129,7 +129,8 @@ def ode_row_orders(rows, rng, iterations: int):
 
 
 def solve_rows(model, rows, bodies, params, time=0.0, rng=None) -> Solution:
-    """The solve stage: ``model.solver`` (``"auto"``: :func:`resolve`) on a :class:`jaxode.sim.records.RowSet` with the
+    """The solve stage: ``model.solver`` (``"auto"``: :func:`resolve`) on a
+    :class:`jaxode.sim.records.RowSet` with the
     bodies' inverse masses, world inverse inertia and QuickStep's right-hand side
     (:class:`jaxode.sim.records.Bodies`), ``params.sor`` and ``model.iterations``.
     With ``model.reorder == "ode"`` every row is shuffled as ODE 0.16 does, from
@@ -221,6 +222,7 @@ def solve_colored(head, tail, inv_mass, inv_inertia, rhs_body, h, sor, iteration
                        iterations, block, cone, cone_rows, colours=colours))[:3]
 
 
-__all__ = ["AUTO", "COLOURS", "SOLVERS", "resolve", "SWEEPS", "Solution", "colour", "cone_project", "friction_bounds",
-           "sequential_updates", "solve", "solve_colored", "solve_direct", "solve_pgs",
+__all__ = ["AUTO", "COLOURS", "SOLVERS", "SWEEPS", "Solution", "colour", "cone_project",
+           "friction_bounds", "resolve", "sequential_updates", "solve", "solve_colored",
+           "solve_direct", "solve_pgs",
            "solve_rows"]
