@@ -130,10 +130,17 @@ def _jaxlib_before_0_11() -> bool:
     return fast_compile.jaxlib_version() < (0, 11)
 
 
-@pytest.mark.xfail(_jaxlib_before_0_11(), strict=False,
-                   reason="jax 0.9.2 and 0.10.2: jit(vmap(step)) over worlds sharded on 2 CPU "
-                          "devices stops in a cross-device all-reduce (XLA aborts after 40 s); "
-                          "use jaxode.map_worlds (README 'Dependencies')")
+_KNOWN_HANG = ("jax 0.9.2 and 0.10.2: jit(vmap(step)) over worlds sharded on 2 CPU "
+               "devices stops in a cross-device all-reduce (XLA aborts after 40 s); "
+               "use jaxode.map_worlds (README 'Dependencies')")
+
+
+# Where the hang is known (jaxlib < 0.11) the test only waits out XLA's 40 s abort
+# (75 s of the default suite's 15 minutes for an expected failure): it runs in the
+# extended tier there (pytest -m extended), as a non-strict xfail, and in the default
+# tier on jaxlib 0.11+, where it must pass.
+@pytest.mark.xfail(_jaxlib_before_0_11(), strict=False, reason=_KNOWN_HANG)
+@(pytest.mark.extended if _jaxlib_before_0_11() else (lambda f: f))
 def test_plain_jit_vmap_of_sharded_worlds_finishes():
     """The workload that deadlocks with jax < 0.11: the documented fallback
     ``jax.jit(jax.vmap(step))`` of sharded worlds, 300 calls back to back."""
