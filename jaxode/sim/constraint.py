@@ -241,7 +241,7 @@ def contact_rows(model: Model, params: Params, contacts: Contacts, body_pos: jax
     # Both surfaces moving outward push the bodies apart (ODE: pushout + motionN,
     # capped by max_vel; the bounce is measured relative to motionN).
     motion_n = sf.motion_n
-    c = jnp.minimum(erp * depth / h + motion_n, max_vel)
+    c = jnp.minimum((1.0 / h) * erp * depth + motion_n, max_vel)   # ODE: k = fps erp; k depth
     jn1 = jnp.concatenate([n, jnp.cross(r1, n)], axis=-1)
     jn2 = jnp.concatenate([-n, jnp.cross(n, r2)], axis=-1)
     outgoing = (jnp.sum(jn1[:, :3] * body_vel[b1], -1) + jnp.sum(jn1[:, 3:] * body_angvel[b1], -1)

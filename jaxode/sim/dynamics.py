@@ -6,7 +6,7 @@
   gyroscopic torque (:func:`jaxode.sim.integrate.gyroscopic_torque`).
 - :func:`accelerate`: adds the wrenches joints apply directly (not through
   rows), then the unconstrained accelerations ``M^-1 (f, tau)`` and
-  QuickStep's per-body right-hand side ``-(v/h + M^-1 f)``.
+  QuickStep's per-body right-hand side ``-(v/h + M^-1 f)`` (as ODE: ``v * (1/h)``).
 """
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ def bodies(model: Model, params: Params, state: State, dt) -> Bodies:
         inertia_w, state.angvel, h)
     ident = jnp.zeros((1, 4), dtype).at[0, 0].set(1.0)
     nb = state.pos.shape[0]
-    return Bodies(h=h, pos=_pad(state.pos), quat=jnp.concatenate([state.quat, ident], axis=0),
+    return Bodies(h=h, fps=1.0 / h, pos=_pad(state.pos), quat=jnp.concatenate([state.quat, ident], axis=0),
                   vel=_pad(state.vel), angvel=_pad(state.angvel), inv_mass=_pad(1.0 / mass),
                   inertia=inertia_w, inv_inertia=_pad(inv_inertia_w), force=force, torque=torque,
                   acc=jnp.zeros((nb, 6), dtype), rhs=jnp.zeros((nb + 1, 6), dtype))
@@ -52,6 +52,6 @@ def accelerate(b: Bodies, rows: RowSet) -> Bodies:
     acc_lin = b.inv_mass[:nb, None] * force
     acc_ang = jm.einsum("nij,nj->ni", b.inv_inertia[:nb], torque)
     vel, angvel = b.vel[:nb], b.angvel[:nb]
-    rhs = _pad(-jnp.concatenate([vel / b.h + acc_lin, angvel / b.h + acc_ang], axis=-1))
+    rhs = _pad(-jnp.concatenate([vel * b.fps + acc_lin, angvel * b.fps + acc_ang], axis=-1))
     return b.replace(force=force, torque=torque, acc=jnp.concatenate([acc_lin, acc_ang], -1),
                      rhs=rhs)

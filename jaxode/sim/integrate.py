@@ -68,7 +68,9 @@ def gyroscopic_torque(inertia_world: jax.Array, angvel: jax.Array, h: jax.Array)
     L = jm.mm(inertia_world, angvel)
     itild = inertia_world + h * _cross_minus(L)
     inv, ok = _inv3(itild)
-    tau = jm.mm(jm.mm(inertia_world, inv) - jnp.eye(3, dtype=angvel.dtype), L / h)
+    # L scaled by 1/h as ODE (dScaleVector3(L, dRecip(h))): a product, never a
+    # division by the step (jaxode.sim.records.Bodies: fps)
+    tau = jm.mm(jm.mm(inertia_world, inv) - jnp.eye(3, dtype=angvel.dtype), L * (1.0 / h))
     return jnp.where(ok, tau, 0.0)
 
 

@@ -27,17 +27,20 @@ from jaxode.types import Contacts
 class Bodies:
     """Per-body quantities of the step, padded to B = nbody + 1 (the static world last).
 
-    h [s] the step; pos (B, 3), quat (B, 4), vel (B, 3), angvel (B, 3) at the
+    h [s] the step and fps = 1/h [1/s] (ODE's ``stepsizeRecip``, the
+    ``worldFPS`` its getInfo2 gets: every rate in the step multiplies by it, as
+    ODE does, never divides by h); pos (B, 3), quat (B, 4), vel (B, 3), angvel (B, 3) at the
     start of the step; inv_mass (B,) [1/kg]; inertia (nbody, 3, 3) and
     inv_inertia (B, 3, 3) world frame [kg m^2, 1/(kg m^2)]; force, torque
     (nbody, 3) [N, N m]: accumulators + gravity, + ODE 0.16's implicit
     gyroscopic torque, + the joints' own wrenches once :func:`jaxode.sim.dynamics.accelerate`
     ran; acc (nbody, 6) [m/s^2 | rad/s^2] the unconstrained accelerations
-    ``M^-1 (force, torque)`` and rhs (B, 6) = ``-(v/h + acc)`` (QuickStep's
+    ``M^-1 (force, torque)`` and rhs (B, 6) = ``-(v fps + acc)`` (QuickStep's
     per-body right-hand side), both zero before ``accelerate``.
     """
 
     h: jax.Array
+    fps: jax.Array
     pos: jax.Array
     quat: jax.Array
     vel: jax.Array

@@ -22,17 +22,17 @@ from jaxode.sim.joints import piston  # noqa: F401,E402
 from jaxode.sim.joints import plane2d  # noqa: F401,E402
 
 
-def joint_rows(jtype: int, g, b: BodyPair, jp: JointParams, erp_w, cfm_w, h) -> JointRows:
+def joint_rows(jtype: int, g, b: BodyPair, jp: JointParams, erp_w, cfm_w, fps) -> JointRows:
     """Rows of one joint of type ``jtype`` (unbatched; vmapped over a JointGroup).
 
     ``g``: the joint's slice of its JointGroup; ``jp``: its JointParams (world
     values resolved); erp_w, cfm_w: the world's ERP/CFM (ODE passes the world
-    ERP to getInfo2; joint rows start with the world CFM); h: step [s].
+    ERP to getInfo2; joint rows start with the world CFM); fps: 1/h [1/s], ODE's worldFPS.
     """
     impl = REGISTRY.get(jtype)
     if impl is None:
         raise NotImplementedError(f"joint type {JOINT_TYPE_NAMES.get(jtype, jtype)} has no rows")
-    r = impl.rows(g, b, jp, erp_w, cfm_w, h)
+    r = impl.rows(g, b, jp, erp_w, cfm_w, fps)
     return r._replace(j2=r.j2 * g.has2)
 
 

@@ -83,7 +83,7 @@ def torque_axes(g, r1, r2):
     return jnp.where(g.extra["euler"] > 0, eul, user_axes(g, r1, r2))
 
 
-def amotor(g, b: BodyPair, jp: JointParams, erp_w, cfm_w, h):
+def amotor(g, b: BodyPair, jp: JointParams, erp_w, cfm_w, fps):
     """ODE's dxJointAMotor::getInfo1/getInfo2 for one joint (3 rows)."""
     dtype = b.pos1.dtype
     r1, r2 = jm.quat_to_mat(b.quat1), jm.quat_to_mat(b.quat2)
@@ -95,7 +95,7 @@ def amotor(g, b: BodyPair, jp: JointParams, erp_w, cfm_w, h):
     lims = []
     for i in range(3):
         lim = Limot(*limot_row(axes[i], True, angles[i], jm.mm(axes[i], dw),
-                               axis(jp.axes, i), z3, g.has2, h, True))
+                               axis(jp.axes, i), z3, g.has2, fps, True))
         on = i < g.extra["num"]
         lims.append(lim._replace(active=lim.active & on, extra1=jnp.where(on, lim.extra1, 0.0),
                                  extra2=jnp.where(on, lim.extra2, 0.0)))

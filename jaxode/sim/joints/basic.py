@@ -34,14 +34,14 @@ def fixed_orientation_rows(g, b: BodyPair, k):
     return j1, j2, 2.0 * k * e
 
 
-def ball(g, b: BodyPair, jp: JointParams, erp_w, cfm_w, h):
-    j1, j2, c = ball_rows_of(g, b, erp_w / h)
+def ball(g, b: BodyPair, jp: JointParams, erp_w, cfm_w, fps):
+    j1, j2, c = ball_rows_of(g, b, fps * erp_w)
     return assemble(j1, j2, c, cfm_w)
 
 
-def fixed(g, b: BodyPair, jp: JointParams, erp_w, cfm_w, h):
+def fixed(g, b: BodyPair, jp: JointParams, erp_w, cfm_w, fps):
     dtype = b.pos1.dtype
-    k = erp_w / h
+    k = fps * erp_w
     jr1, jr2, cr = fixed_orientation_rows(g, b, k)
     ofs = jm.mm(jm.quat_to_mat(b.quat1), g.offset)
     eye = jnp.eye(3, dtype=dtype)
@@ -66,9 +66,9 @@ def rotational_limit_in_use(a):
     return ((a.lo_stop >= -jnp.pi) | (a.hi_stop <= jnp.pi)) & (a.lo_stop <= a.hi_stop)
 
 
-def hinge(g, b: BodyPair, jp: JointParams, erp_w, cfm_w, h):
+def hinge(g, b: BodyPair, jp: JointParams, erp_w, cfm_w, fps):
     dtype = b.pos1.dtype
-    k = erp_w / h
+    k = fps * erp_w
     jb1, jb2, cb = ball_rows_of(g, b, k)
     ax1 = jm.mm(jm.quat_to_mat(b.quat1), g.axis1)
     ax2 = jm.mm(jm.quat_to_mat(b.quat2), g.axis2)
@@ -76,14 +76,14 @@ def hinge(g, b: BodyPair, jp: JointParams, erp_w, cfm_w, h):
     a = axis(jp.axes, 0)
     angle = hinge_angle_from_quat(relative_quat(g.qrel, b.quat1, b.quat2), g.axis1)
     rate = jm.mm(ax1, b.angvel1) - jm.mm(ax1, b.angvel2)
-    lim = limot_row(ax1, True, angle, rate, a, jnp.zeros(3, dtype), g.has2, h,
+    lim = limot_row(ax1, True, angle, rate, a, jnp.zeros(3, dtype), g.has2, fps,
                     rotational_limit_in_use(a))
     return assemble(jnp.concatenate([jb1, jh1]), jnp.concatenate([jb2, jh2]),
                     jnp.concatenate([cb, ch]), cfm_w, [lim])
 
 
-def slider(g, b: BodyPair, jp: JointParams, erp_w, cfm_w, h):
-    k = erp_w / h
+def slider(g, b: BodyPair, jp: JointParams, erp_w, cfm_w, fps):
+    k = fps * erp_w
     jr1, jr2, cr = fixed_orientation_rows(g, b, k)
     ax1 = jm.mm(jm.quat_to_mat(b.quat1), g.axis1)
     p, q = jm.plane_space(ax1)
@@ -104,7 +104,7 @@ def slider(g, b: BodyPair, jp: JointParams, erp_w, cfm_w, h):
     a = axis(jp.axes, 0)
     use = ((a.lo_stop > -jnp.inf) | (a.hi_stop < jnp.inf)) & (a.lo_stop <= a.hi_stop)
     ltd = jnp.cross(0.5 * (b.pos2 - b.pos1), axl)
-    lim = limot_row(axl, False, position, rate, a, ltd, g.has2, h, use)
+    lim = limot_row(axl, False, position, rate, a, ltd, g.has2, fps, use)
     return assemble(jnp.concatenate([jr1, js1]), jnp.concatenate([jr2, js2]),
                     jnp.concatenate([cr, cs]), cfm_w, [lim])
 

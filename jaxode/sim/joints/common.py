@@ -169,13 +169,13 @@ def hinge_angle_from_quat(qrel_now, axis):
     return 0.0 - theta  # +0.0, not -0.0, at the reference pose
 
 
-def limot_row(ax, rotational: bool, value, rate_in, p: AxisParams, ltd, has2, h, use_limits):
+def limot_row(ax, rotational: bool, value, rate_in, p: AxisParams, ltd, has2, fps, use_limits):
     """ODE's dxJointLimitMotor (testRotationalLimit / slider limit + addLimot) for one axis.
 
     ax (3,) world axis; value: the joint angle or position; rate_in: joint rate
     along ax (body 1 minus body 2) for bounce; ltd: the slider's torque
-    decoupling vector (zero for rotational axes). Returns
-    (j1, j2, c, cfm, lo, hi, active, extra1, extra2).
+    decoupling vector (zero for rotational axes); fps: 1/h [1/s] (ODE's
+    ``k = fps * stop_erp``). Returns (j1, j2, c, cfm, lo, hi, active, extra1, extra2).
     """
     dtype = ax.dtype
     inf = jnp.asarray(jnp.inf, dtype)
@@ -210,7 +210,7 @@ def limot_row(ax, rotational: bool, value, rate_in, p: AxisParams, ltd, has2, h,
         extra1 = jnp.concatenate([-fm * ax, -fm * ltd * has2])
         extra2 = jnp.concatenate([fm * ax, -fm * ltd]) * has2
     # limit
-    c_lim = -(p.stop_erp / h) * err
+    c_lim = -(fps * p.stop_erp) * err
     b_lo = (limit == 1) & (rate_in < 0)
     b_hi = (limit == 2) & (rate_in > 0)
     newc = -p.bounce * rate_in
@@ -249,7 +249,7 @@ class JointType(NamedTuple):
     nrows: rows per joint (static; rows that are off are masked with ``active``),
       limit/motor rows included.
     naxis: axes that take per-axis parameters (builder suffixes "", "2", "3").
-    rows(g, b, jp, erp_w, cfm_w, h) -> JointRows: one joint (vmapped over the
+    rows(g, b, jp, erp_w, cfm_w, fps) -> JointRows: one joint (vmapped over the
       group); g the joint's JointGroup slice, b its BodyPair, jp JointParams.
     geometry(geo, frame1, frame2) -> dict: build-time (numpy) body-frame
       geometry from the builder's world-frame ``geo`` dict; frame = (pos (3,),

@@ -44,10 +44,10 @@ def hinge2_angle2(g, q1, q2):
     return -jnp.arctan2(jm.mm(g.extra["w2"], d), jm.mm(g.extra["w1"], d))
 
 
-def hinge2(g, b: BodyPair, jp: JointParams, erp_w, cfm_w, h):
+def hinge2(g, b: BodyPair, jp: JointParams, erp_w, cfm_w, fps):
     """ODE's dxJointHinge2::getInfo1/getInfo2 for one joint."""
     dtype = b.pos1.dtype
-    k = erp_w / h
+    k = fps * erp_w
     ax1, ax2 = world_axes(g, b.quat1, b.quat2)
     cr = jnp.cross(ax1, ax2)
     s = jnp.sqrt(jnp.sum(cr * cr))
@@ -61,7 +61,7 @@ def hinge2(g, b: BodyPair, jp: JointParams, erp_w, cfm_w, h):
     jb1 = jnp.concatenate([dirs, jnp.cross(a1, dirs)], axis=1)
     jb2 = jnp.concatenate([-dirs, jnp.cross(dirs, a2)], axis=1)
     gap = jm.mm(dirs, anchor_gap(b.pos1, a1, b.pos2, a2))
-    cb = jnp.stack([jp.suspension_erp / h, k, k]) * gap
+    cb = jnp.stack([fps * jp.suspension_erp, k, k]) * gap
     # the row keeping the angle between the axes
     z3 = jnp.zeros(3, dtype)
     jh = jnp.concatenate([z3, q])[None]
@@ -69,8 +69,8 @@ def hinge2(g, b: BodyPair, jp: JointParams, erp_w, cfm_w, h):
     dw = b.angvel1 - b.angvel2
     a_1, a_2 = axis(jp.axes, 0), axis(jp.axes, 1)
     lim1 = limot_row(ax1, True, hinge2_angle1(g, b.quat1, b.quat2), jm.mm(ax1, dw), a_1, z3,
-                     g.has2, h, rotational_limit_in_use(a_1))
-    lim2 = limot_row(ax2, True, jnp.zeros((), dtype), jm.mm(ax2, dw), a_2, z3, g.has2, h,
+                     g.has2, fps, rotational_limit_in_use(a_1))
+    lim2 = limot_row(ax2, True, jnp.zeros((), dtype), jm.mm(ax2, dw), a_2, z3, g.has2, fps,
                      jnp.zeros((), bool))
     cfm = jnp.stack([jp.suspension_cfm, cfm_w, cfm_w, cfm_w]).astype(dtype)
     return assemble(jnp.concatenate([jb1, jh]), jnp.concatenate([jb2, -jh]),

@@ -32,7 +32,7 @@ def world_axes(g, q1, q2):
     return jnp.where((rel == 1)[:, None], ax1, jnp.where((rel == 2)[:, None], ax2, m))
 
 
-def lmotor(g, b: BodyPair, jp: JointParams, erp_w, cfm_w, h):
+def lmotor(g, b: BodyPair, jp: JointParams, erp_w, cfm_w, fps):
     """ODE's dxJointLMotor::getInfo1/getInfo2 for one joint (3 rows)."""
     dtype = b.pos1.dtype
     axes = world_axes(g, b.quat1, b.quat2)
@@ -41,7 +41,7 @@ def lmotor(g, b: BodyPair, jp: JointParams, erp_w, cfm_w, h):
     lims = []
     for i in range(3):
         ltd = jnp.cross(half, axes[i]) * g.has2
-        lim = Limot(*limot_row(axes[i], False, zero, zero, axis(jp.axes, i), ltd, g.has2, h,
+        lim = Limot(*limot_row(axes[i], False, zero, zero, axis(jp.axes, i), ltd, g.has2, fps,
                                False))
         lims.append(lim._replace(active=lim.active & (i < g.extra["num"])))
     empty = jnp.zeros((0, 6), dtype)

@@ -46,10 +46,10 @@ def _finite_stops(a):
     return ((a.lo_stop > -jnp.inf) | (a.hi_stop < jnp.inf)) & (a.lo_stop <= a.hi_stop)
 
 
-def piston(g, b: BodyPair, jp: JointParams, erp_w, cfm_w, h):
+def piston(g, b: BodyPair, jp: JointParams, erp_w, cfm_w, fps):
     """ODE's dxJointPiston::getInfo1/getInfo2 for one joint."""
     dtype = b.pos1.dtype
-    k = erp_w / h
+    k = fps * erp_w
     z3 = jnp.zeros(3, dtype)
     r1, r2 = jm.quat_to_mat(b.quat1), jm.quat_to_mat(b.quat2)
     ax1 = jm.mm(r1, g.axis1)
@@ -66,10 +66,10 @@ def piston(g, b: BodyPair, jp: JointParams, erp_w, cfm_w, h):
     ap, ar = axis(jp.axes, 0), axis(jp.axes, 1)
     position = piston_position(g, b.pos1, b.quat1, b.pos2, b.quat2)
     ltd = jnp.cross(0.5 * (b.pos2 - b.pos1), ax1)
-    limp = limot_row(ax1, False, position, jm.mm(ax1, b.vel1 - b.vel2), ap, ltd, g.has2, h,
+    limp = limot_row(ax1, False, position, jm.mm(ax1, b.vel1 - b.vel2), ap, ltd, g.has2, fps,
                      _finite_stops(ap))
     limr = limot_row(ax1, True, piston_angle(g, b.quat1, b.quat2),
-                     jm.mm(ax1, b.angvel1 - b.angvel2), ar, z3, g.has2, h, _finite_stops(ar))
+                     jm.mm(ax1, b.angvel1 - b.angvel2), ar, z3, g.has2, fps, _finite_stops(ar))
     return assemble(jnp.concatenate([ja1, jl1]), jnp.concatenate([ja2, jl2]),
                     jnp.concatenate([ca, cl]), cfm_w, [limp, limr])
 

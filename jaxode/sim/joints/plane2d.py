@@ -23,17 +23,17 @@ from jaxode.sim.joints.common import (PLANE2D, BodyPair, JointParams, JointType,
                                   limot_row, register)
 
 
-def plane2d(g, b: BodyPair, jp: JointParams, erp_w, cfm_w, h):
+def plane2d(g, b: BodyPair, jp: JointParams, erp_w, cfm_w, fps):
     """ODE's dxJointPlane2D::getInfo1/getInfo2 for one joint."""
     dtype = b.pos1.dtype
     eye = jnp.eye(3, dtype=dtype)
     z3 = jnp.zeros(3, dtype)
     j1 = jnp.stack([jnp.concatenate([eye[2], z3]), jnp.concatenate([z3, eye[0]]),
                     jnp.concatenate([z3, eye[1]])])
-    c = jnp.stack([-(erp_w / h) * b.pos1[2], jnp.zeros((), dtype), jnp.zeros((), dtype)])
+    c = jnp.stack([-(fps * erp_w) * b.pos1[2], jnp.zeros((), dtype), jnp.zeros((), dtype)])
     off = jnp.zeros((), bool)
     zero = jnp.zeros((), dtype)
-    motors = [limot_row(eye[k], k == 2, zero, zero, axis(jp.axes, k), z3, g.has2, h, off)
+    motors = [limot_row(eye[k], k == 2, zero, zero, axis(jp.axes, k), z3, g.has2, fps, off)
               for k in range(3)]
     return assemble(j1, jnp.zeros_like(j1), c, cfm_w, motors)
 

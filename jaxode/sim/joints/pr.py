@@ -62,10 +62,10 @@ def pr_angle(g, q1, q2):
     return hinge_angle_from_quat(relative_quat(g.qrel, q1, q2), g.axis1)
 
 
-def pr(g, b: BodyPair, jp: JointParams, erp_w, cfm_w, h):
+def pr(g, b: BodyPair, jp: JointParams, erp_w, cfm_w, fps):
     """ODE's dxJointPR::getInfo1/getInfo2 for one joint."""
     dtype = b.pos1.dtype
-    k = erp_w / h
+    k = fps * erp_w
     z3 = jnp.zeros(3, dtype)
     r1, r2 = jm.quat_to_mat(b.quat1), jm.quat_to_mat(b.quat2)
     axp = jm.mm(r1, g.extra["axis_p"])
@@ -92,10 +92,10 @@ def pr(g, b: BodyPair, jp: JointParams, erp_w, cfm_w, h):
     use_p = ((ap.lo_stop > -jnp.inf) | (ap.hi_stop < jnp.inf)) & (ap.lo_stop <= ap.hi_stop)
     position = pr_position(g, b.pos1, b.quat1, b.pos2, b.quat2)
     ltd = jnp.cross(0.5 * (b.pos2 - b.pos1), axp)
-    limp = limot_row(axp, False, position, jm.mm(axp, b.vel1 - b.vel2), ap, ltd, g.has2, h,
+    limp = limot_row(axp, False, position, jm.mm(axp, b.vel1 - b.vel2), ap, ltd, g.has2, fps,
                      use_p)
     angle = pr_angle(g, b.quat1, b.quat2)
-    limr = limot_row(ax1, True, angle, jm.mm(ax1, b.angvel1 - b.angvel2), ar, z3, g.has2, h,
+    limr = limot_row(ax1, True, angle, jm.mm(ax1, b.angvel1 - b.angvel2), ar, z3, g.has2, fps,
                      rotational_limit_in_use(ar))
     return assemble(jnp.concatenate([ja1, jl1]), jnp.concatenate([-ja1, jl2]),
                     jnp.concatenate([ca, cl]), cfm_w, [limp, limr])

@@ -44,10 +44,10 @@ def pu_position_rate(g, pos1, q1, vel1, w1, pos2, q2, vel2, w2):
     return jm.mm(jm.mm(r1, g.extra["axis_p"]), rel)
 
 
-def pu(g, b: BodyPair, jp: JointParams, erp_w, cfm_w, h):
+def pu(g, b: BodyPair, jp: JointParams, erp_w, cfm_w, fps):
     """ODE's dxJointPU::getInfo1/getInfo2 for one joint."""
     dtype = b.pos1.dtype
-    k = erp_w / h
+    k = fps * erp_w
     z3 = jnp.zeros(3, dtype)
     ax1, ax2 = world_axes(g, b.quat1, b.quat2)
     perp = jnp.cross(ax1, ax2)
@@ -69,16 +69,16 @@ def pu(g, b: BodyPair, jp: JointParams, erp_w, cfm_w, h):
     angle1, angle2 = universal_angles(g, b.quat1, b.quat2)
     dw = b.angvel1 - b.angvel2
     a1, a2, ap = axis(jp.axes, 0), axis(jp.axes, 1), axis(jp.axes, 2)
-    lim1 = limot_row(ax1, True, angle1, jm.mm(ax1, dw), a1, z3, g.has2, h,
+    lim1 = limot_row(ax1, True, angle1, jm.mm(ax1, dw), a1, z3, g.has2, fps,
                      rotational_limit_in_use(a1))
-    lim2 = limot_row(ax2, True, angle2, jm.mm(ax2, dw), a2, z3, g.has2, h,
+    lim2 = limot_row(ax2, True, angle2, jm.mm(ax2, dw), a2, z3, g.has2, fps,
                      rotational_limit_in_use(a2))
     limp = two_point_limot_row(axp, pt1, pt2, pu_position(g, b.pos1, b.quat1, b.pos2, b.quat2),
-                               b, ap, g.has2, h)
+                               b, ap, g.has2, fps)
     return assemble(j1, j2, c, cfm_w, [lim1, lim2, limp])
 
 
-def two_point_limot_row(ax, pt1, pt2, position, b: BodyPair, a, has2, h):
+def two_point_limot_row(ax, pt1, pt2, position, b: BodyPair, a, has2, fps):
     """ODE's dxJointLimitMotor::addTwoPointLimot: a linear limit/motor row along
     world ``ax`` whose force acts at ``pt1`` on body 1 and ``pt2`` on body 2
     (world-frame offsets from the body centres): J1 = [ax, pt1 x ax], J2 =
@@ -94,8 +94,8 @@ def two_point_limot_row(ax, pt1, pt2, position, b: BodyPair, a, has2, h):
             + has2 * (jm.mm(-ax, b.vel2) + jm.mm(t2, b.angvel2)))
     use = ((a.lo_stop > -jnp.inf) | (a.hi_stop < jnp.inf)) & (a.lo_stop <= a.hi_stop)
     one = jnp.ones((), ax.dtype)
-    r1 = limot_row(ax, False, position, rate, a, t1, one, h, use)
-    r2 = limot_row(ax, False, position, rate, a, t2, has2, h, use)
+    r1 = limot_row(ax, False, position, rate, a, t1, one, fps, use)
+    r2 = limot_row(ax, False, position, rate, a, t2, has2, fps, use)
     return (r1[0], r2[1]) + tuple(r1[2:8]) + (r2[8],)
 
 

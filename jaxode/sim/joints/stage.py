@@ -90,7 +90,7 @@ def rows(model: Model, p: Params, b: Bodies) -> JointRowTables:
         jp = jax.tree.map(lambda x: x.astype(dtype), jp)
         bp = joints.BodyPair(b.pos[g.body1], b.quat[g.body1], b.vel[g.body1], b.angvel[g.body1],
                              b.pos[g.body2], b.quat[g.body2], b.vel[g.body2], b.angvel[g.body2])
-        jr = jax.vmap(lambda gg, bb, a: joints.joint_rows(g.type, gg, bb, a, p.erp, p.cfm, b.h))(
+        jr = jax.vmap(lambda gg, bb, a: joints.joint_rows(g.type, gg, bb, a, p.erp, p.cfm, b.fps))(
             g, bp, jp)
         nj, m = jr.c.shape
         layout.append((m, nj))

@@ -127,10 +127,10 @@ def _normalize(v):
     return v / jnp.sqrt(jnp.sum(v * v) + jnp.finfo(v.dtype).tiny)
 
 
-def universal(g, b: BodyPair, jp: JointParams, erp_w, cfm_w, h):
+def universal(g, b: BodyPair, jp: JointParams, erp_w, cfm_w, fps):
     """ODE's dxJointUniversal::getInfo1/getInfo2 for one joint."""
     dtype = b.pos1.dtype
-    k = erp_w / h
+    k = fps * erp_w
     jb1, jb2, cb = ball_rows_of(g, b, k)
     ax1, ax2 = world_axes(g, b.quat1, b.quat2)
     cosang = jm.mm(ax1, ax2)
@@ -140,9 +140,9 @@ def universal(g, b: BodyPair, jp: JointParams, erp_w, cfm_w, h):
     angle1, angle2 = universal_angles(g, b.quat1, b.quat2)
     dw = b.angvel1 - b.angvel2
     a1, a2 = axis(jp.axes, 0), axis(jp.axes, 1)
-    lim1 = limot_row(ax1, True, angle1, jm.mm(ax1, dw), a1, z3, g.has2, h,
+    lim1 = limot_row(ax1, True, angle1, jm.mm(ax1, dw), a1, z3, g.has2, fps,
                      rotational_limit_in_use(a1))
-    lim2 = limot_row(ax2, True, angle2, jm.mm(ax2, dw), a2, z3, g.has2, h,
+    lim2 = limot_row(ax2, True, angle2, jm.mm(ax2, dw), a2, z3, g.has2, fps,
                      rotational_limit_in_use(a2))
     return assemble(jnp.concatenate([jb1, ju1]), jnp.concatenate([jb2, -ju1]),
                     jnp.concatenate([cb, (-k * cosang)[None]]), cfm_w, [lim1, lim2])

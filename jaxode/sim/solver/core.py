@@ -96,8 +96,13 @@ def prepare(rows, inv_mass, inv_inertia, rhs_body, h, sor) -> Prepared:
         return jnp.concatenate([lin, ang], axis=1)
 
     imj1, imj2 = imj(rows.j1, b1), imj(rows.j2, b2)
-    rhs = rows.c / h + dot6(rows.j1, rhs_body[b1]) + dot6(rows.j2, rhs_body[b2])
-    cfm = rows.cfm / h
+    # c and cfm times 1/h, as ODE (``*= stepsizeRecip``), not divided by h: XLA
+    # turns a division by a broadcast into a product with its reciprocal in some
+    # programs and not others (a batch split over devices rounded the rows' rhs
+    # 1 ulp off the world alone); the explicit product is what both give.
+    fps = 1.0 / h
+    rhs = rows.c * fps + dot6(rows.j1, rhs_body[b1]) + dot6(rows.j2, rhs_body[b2])
+    cfm = rows.cfm * fps
     denom = dot6(rows.j1, imj1) + dot6(rows.j2, imj2) + cfm
     ad = jnp.where(rows.active, sor / jnp.where(rows.active, denom, 1.0), 0.0)
     return Prepared(b1, b2, rows.j1 * ad[:, None], rows.j2 * ad[:, None], imj1, imj2,

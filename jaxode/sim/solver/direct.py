@@ -302,8 +302,9 @@ def solve(head, tail, inv_mass, inv_inertia, rhs_body, h) -> DirectSolution:
     imd = o1 * i1[:, None, :] + o2 * i2[:, None, :]
     both = act[:, None] & act[None, :]
     A = jnp.where(both, jnp.einsum("rbk,sbk->rs", jd, imd), 0.0)
-    A = A + jnp.diag(jnp.where(act, cfm / h, 1.0))
-    b = c / h + jnp.sum(j1 * rhs_body[b1], axis=1) + jnp.sum(j2 * rhs_body[b2], axis=1)
+    fps = 1.0 / h   # times 1/h as ODE (and as the Gauss-Seidel core), never divided by h
+    A = A + jnp.diag(jnp.where(act, cfm * fps, 1.0))
+    b = c * fps + jnp.sum(j1 * rhs_body[b1], axis=1) + jnp.sum(j2 * rhs_body[b2], axis=1)
     b = jnp.where(act, b, 0.0)
     lo = jnp.where(act, lo, 0.0)
     hi = jnp.where(act, hi, 0.0)
