@@ -38,7 +38,8 @@ def bodies(model: Model, params: Params, state: State, dt) -> Bodies:
         inertia_w, state.angvel, h)
     ident = jnp.zeros((1, 4), dtype).at[0, 0].set(1.0)
     nb = state.pos.shape[0]
-    return Bodies(h=h, fps=1.0 / h, pos=_pad(state.pos), quat=jnp.concatenate([state.quat, ident], axis=0),
+    return Bodies(h=h, fps=1.0 / h, pos=_pad(state.pos),
+                  quat=jnp.concatenate([state.quat, ident], axis=0),
                   vel=_pad(state.vel), angvel=_pad(state.angvel), inv_mass=_pad(1.0 / mass),
                   inertia=inertia_w, inv_inertia=_pad(inv_inertia_w), force=force, torque=torque,
                   acc=jnp.zeros((nb, 6), dtype), rhs=jnp.zeros((nb + 1, 6), dtype))
