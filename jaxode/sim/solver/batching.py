@@ -226,10 +226,19 @@ def solver(sweeps, iterations: int, block: int, cone: bool, tile: int = AUTO, **
             wm = barrier(
                 tuple(tiles(d, b) for d, b in zip(data, in_batched[NIDX:])))
 
-            def one_tile(tile):
-                return sweeps(_problem(idx, tile), iterations, block, cone, live=True, **options)
+            # The preparation is elementwise per world (and gathers over rows):
+            # made for every tile at once (vmap over the tile axis: each of its
+            # operations one wide kernel), not tile after tile inside the loop,
+            # where each of its small kernels is dispatched once per tile (boxes,
+            # 1024 worlds, one device: solve 69 -> 60 ms, stack 185 -> 170).
+            # (A solver's own set-up, pgs' padding and live counts, made the
+            # same way ran slower: boxes 52 -> 65 ms.)
+            ready = jax.vmap(lambda tile: _problem(idx, tile))(wm)
 
-            out = jax.lax.map(one_tile, wm)
+            def one_tile(p):
+                return sweeps(p, iterations, block, cone, live=True, **options)
+
+            out = jax.lax.map(one_tile, ready)
             return tuple(jnp.moveaxis(o, -1, 0).reshape((n * t,) + o.shape[1:-1])[:axis_size]
                          for o in out)
 

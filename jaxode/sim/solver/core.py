@@ -43,6 +43,8 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from jaxode.sim.math import sum_terms
+
 
 class Prepared(NamedTuple):
     """Rows ready for the sweeps (R rows; trailing world axis W on float arrays).
@@ -76,6 +78,15 @@ def dot6(a: jax.Array, b: jax.Array, axis: int = -2) -> jax.Array:
     return jnp.sum(a * b, axis=axis)
 
 
+def _dot6_adds(a: jax.Array, b: jax.Array) -> jax.Array:
+    """``sum(a * b, -2)`` over the 6 Jacobian entries as a chain of adds in index
+    order (:func:`jaxode.sim.math.sum_terms`), for the preparation: elementwise,
+    so the same bits in any layout (a tile, a vmap of tiles, one world), and
+    outside the sweeps' hoisted loops XLA CPU's column reduction cost 3x it
+    (boxes' preparation of 1024 worlds in tiles, one device: 11.8 -> 3.8 ms)."""
+    return sum_terms(a * b, -2)
+
+
 def prepare(rows, inv_mass, inv_inertia, rhs_body, h, sor) -> Prepared:
     """QuickStep's per-step row data, world-minor (module docstring).
 
@@ -101,9 +112,9 @@ def prepare(rows, inv_mass, inv_inertia, rhs_body, h, sor) -> Prepared:
     # programs and not others (a batch split over devices rounded the rows' rhs
     # 1 ulp off the world alone); the explicit product is what both give.
     fps = 1.0 / h
-    rhs = rows.c * fps + dot6(rows.j1, rhs_body[b1]) + dot6(rows.j2, rhs_body[b2])
+    rhs = rows.c * fps + _dot6_adds(rows.j1, rhs_body[b1]) + _dot6_adds(rows.j2, rhs_body[b2])
     cfm = rows.cfm * fps
-    denom = dot6(rows.j1, imj1) + dot6(rows.j2, imj2) + cfm
+    denom = _dot6_adds(rows.j1, imj1) + _dot6_adds(rows.j2, imj2) + cfm
     ad = jnp.where(rows.active, sor / jnp.where(rows.active, denom, 1.0), 0.0)
     return Prepared(b1, b2, rows.j1 * ad[:, None], rows.j2 * ad[:, None], imj1, imj2,
                     rhs * ad, cfm * ad, rows.lo, rows.hi)
