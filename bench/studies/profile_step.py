@@ -1,0 +1,124 @@
+"""Where a batched step's time goes, kernel by kernel, on XLA CPU (session 17).
+
+    PYTHONPATH=. python bench/studies/profile_step.py boxes [--batch 1024] [--reps 5] [--top 40]
+
+One CPU device. The scene is settled 100 steps (one world), batched to
+``--batch`` identical worlds, and ``jit(vmap(physics_step))`` is compiled and
+run ``--reps`` times under ``jax.profiler.trace``. The trace (XLA's XSpace) is
+read back with ``jax._src.profiler.ProfileData`` (no TensorBoard needed) and
+every kernel XLA ran (a thunk: a fusion, a copy, a hoisted loop ``call.N``,
+a ``while``) is attributed to the innermost jaxode source line of its HLO
+instruction (the compiled module's ``StackFrames`` table). Prints, per step:
+the loops (``while``/``call``: their time includes the kernels inside them),
+then the leaf kernels summed by module and by source line. CPU time summed
+over XLA's intra-op threads (two on this VM), so the total exceeds wall time.
+A kernel costs about 1 us to dispatch whatever it does (the scalar copies of
+a loop's counter show it), so count matters as much as size.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import glob
+import os
+import re
+import sys
+import tempfile
+
+
+def _section(txt: str, title: str) -> list:
+    m = re.search(r"^" + title + r"\n(.*?)(?:\n\n|\n[A-Z]\w+\n|\Z)", txt, re.S | re.M)
+    return m.group(1).splitlines() if m else []
+
+
+def source_lines(hlo: str) -> dict:
+    """HLO instruction name -> innermost (file, function, line) of its stack frame."""
+    def ints(line, key):
+        return int(re.search(key + r"=(\d+)", line).group(1))
+
+    files = {int(x.split()[0]): x.split('"')[1].split("/")[-1] for x in _section(hlo, "FileNames")}
+    funcs = {int(x.split()[0]): x.split('"')[1] for x in _section(hlo, "FunctionNames")}
+    locs = {int(x.split()[0]): (files.get(ints(x, "file_name_id"), "?"),
+                                funcs.get(ints(x, "function_name_id"), "?"), ints(x, " line"))
+            for x in _section(hlo, "FileLocations")}
+    frames = {int(x.split()[0]): ints(x, "file_location_id") for x in _section(hlo, "StackFrames")}
+    out = {}
+    for m in re.finditer(r"^\s*(?:ROOT )?%?([\w.\-]+) = [^\n]*?stack_frame_id=(\d+)", hlo, re.M):
+        out[m.group(1)] = locs.get(frames.get(int(m.group(2)), -1), ("?", "?", 0))
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("scene")
+    ap.add_argument("--batch", type=int, default=1024)
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--top", type=int, default=40)
+    args = ap.parse_args(argv)
+    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "")
+                               + " --xla_force_host_platform_device_count=1").strip()
+    import jax
+    import numpy as np
+    from jax._src.profiler import ProfileData
+
+    import jaxode
+    from bench import scenes
+    from jaxode.sim import pipeline
+
+    dt = 0.01
+    model = scenes.model_of(args.scene)
+    s0 = jaxode.rollout(model, jaxode.init(model), 100, dt)[0]
+
+    def batch(tree):
+        return jax.tree.map(lambda x: np.broadcast_to(np.asarray(x)[None], (args.batch,)
+                                                      + np.shape(x)).copy(), tree)
+
+    states, params = batch(s0), batch(model.params)
+    fn = jax.jit(jax.vmap(lambda s, p: pipeline.physics_step(model, s, p, dt)))
+    compiled = fn.lower(states, params).compile()
+    where = source_lines(compiled.as_text())
+    for _ in range(3):
+        jax.block_until_ready(compiled(states, params))
+    folder = tempfile.mkdtemp()
+    with jax.profiler.trace(folder):
+        for _ in range(args.reps):
+            jax.block_until_ready(compiled(states, params))
+    data = ProfileData.from_file(glob.glob(folder + "/**/*.xplane.pb", recursive=True)[0])
+    ms = collections.Counter()
+    count = collections.Counter()
+    for plane in data.planes:
+        for line in plane.lines:
+            if not line.name.startswith("tf_XLAEigen"):   # XLA's intra-op threads
+                continue
+            for ev in line.events:
+                if ev.name.startswith("end: "):   # a kernel's completion marker
+                    continue
+                ms[ev.name] += ev.duration_ns / 1e6 / args.reps
+                count[ev.name] += 1
+    loops = {k: v for k, v in ms.items() if k.startswith(("while", "call", "cond"))}
+    leaves = {k: v for k, v in ms.items() if k not in loops and not k.startswith("Thunk")}
+    print(f"{args.scene}, {args.batch} worlds, one CPU device, ms of CPU per step "
+          f"(summed over XLA's threads); leaf kernels {sum(leaves.values()):.1f} ms, "
+          f"{sum(count[k] for k in leaves) / args.reps:.0f} kernel runs per step")
+    print("loops (time includes their kernels):")
+    for k, v in sorted(loops.items(), key=lambda kv: -kv[1])[:8]:
+        print(f"  {v:8.2f}  {k} (x{count[k] / args.reps:.0f})")
+    by_file, by_line = collections.Counter(), collections.Counter()
+    for k, v in leaves.items():
+        f, func, ln = where.get(k, ("(no source: copies, broadcasts)", "", 0))
+        by_file[f] += v
+        by_line[f"{f}:{ln} {func}" if ln else f] += v
+    if os.environ.get("PROFILE_COUNTS"):
+        print("leaf kernels run at least once per tile and sweep:")
+        for k in sorted(leaves, key=lambda k: -count[k])[:30]:
+            print(f"  x{count[k] / args.reps:6.0f} {leaves[k]:7.2f} ms  {k}")
+    print("leaf kernels by module:")
+    for k, v in by_file.most_common(15):
+        print(f"  {v:8.2f}  {k}")
+    print("leaf kernels by source line:")
+    for k, v in by_line.most_common(args.top):
+        print(f"  {v:8.2f}  {k}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
