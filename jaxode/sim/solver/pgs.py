@@ -83,13 +83,12 @@ def _scan_units(step, carry, xs, ys0, unroll: int, count, order=None):
     (traced int), over the first ``count`` entries only (the rest of ``ys0`` is
     kept): a while loop of ``unroll`` entries per trip; the leading axis must
     be a multiple of ``unroll``. ``xs`` is ``(rows, ...)``; with ``order`` (int
-    (n,)) entry k takes row ``order[k]`` of ``rows`` (the other parts entry k):
-    the rows are read in that order where they lie, not gathered into it first
-    (a shuffled phase's gather of every row table, per tile, was 16 % of the
-    chain's step)."""
+    (n,), the while loop only) entry k takes row ``order[k]`` of ``rows`` (the
+    other parts entry k): the rows are read in that order where they lie, not
+    gathered into it first (a shuffled phase's gather of every row table, per
+    tile, was 16 % of the chain's step)."""
     if count is None:
-        if order is not None:
-            xs = (jax.tree.map(lambda a: jnp.take(a, order, axis=0), xs[0]),) + tuple(xs[1:])
+        assert order is None, "order: the while loop's (the scan takes rows in order)"
         return jax.lax.scan(step, carry, xs, unroll=unroll)
     assert ys0.shape[0] % unroll == 0, (ys0.shape, unroll)
 
@@ -257,16 +256,20 @@ def sweeps(p, iterations: int, block: int, cone: bool, live: bool = False,
         # perm: this phase's order of the head rows (None: as given).
         # ODE sweeps lambda[order[i]]: lambda_head is carried in the phase's order,
         # and the sweeps read the row data where they lie, at order[i].
-        inv, nlive = None, n_head
+        hp, order, inv, nlive = h, None, None, n_head
         if perm is not None:
             inv = jnp.zeros_like(perm).at[perm].set(jnp.arange(nh, dtype=perm.dtype))
             nlive = n_head_sh if n_head is not None else None
+            if nlive is None:   # the scan (all units): the rows gathered once per phase
+                hp = core.Prepared(*(jnp.take(a, perm, axis=0) for a in h))
+            else:               # the while loop: read in place at perm[k]
+                order = perm
 
         def sweep(carry, _):
             fc, lam_h, lam_c, lam_t = carry
             if nh:
-                fc, lam_h = _scan_units(head_row, fc, (h, lam_h), lam_h, unroll, nlive,
-                                        order=perm)
+                fc, lam_h = _scan_units(head_row, fc, (hp, lam_h), lam_h, unroll, nlive,
+                                        order=order)
             if cu is not None:
                 fc, lam_c = _scan_units(contact_unit, fc, (cu, lam_c), lam_c, unroll, n_cont)
             if nt:
