@@ -14,7 +14,8 @@ axis W). :func:`solver` wraps one into a function of one world's rows that:
   slots); ``pgs`` then stops each sweep after the last unit active in some
   world (``live``), ``colored`` colours the rows active in any world. A batch
   larger than the tile (``Model.batch_tile``, :func:`tile_worlds`) is laid out
-  as (tiles, ..., T) and solved tile after tile (``lax.map``; tile k holds
+  as (tiles, ..., T), its rows prepared for all tiles at once (``vmap`` over
+  the tile axis) and swept tile after tile (``lax.map``; tile k holds
   worlds k, k + tiles, ..., so a batch split in blocks over devices keeps its
   share of every tile; padded with copies of the last world): a tile's row
   loops are small enough

@@ -31,10 +31,12 @@ units that share no moving body, a colour phase) or one per world (``per_world``
 ``index`` (W,), each world at its own row, ``reorder="ode"``); the arithmetic is
 the same.
 
-Sums over the 6 Jacobian entries (:func:`dot6`) run over a non-minor axis
-(the world axis, at least 2 wide, is minor), so every world's adds happen in
-the same order whatever the batch: a world's rounding does not depend on the
-batch it is in.
+Sums over the 6 Jacobian entries run in one order for every world whatever the
+batch, so a world's rounding does not depend on the batch it is in: in the
+sweeps (:func:`dot6`) as a column reduction over a non-minor axis (the world
+axis, at least 2 wide, is minor), in the preparation (:func:`_dot6_adds`) as
+explicit adds in index order, which XLA CPU runs faster outside the sweeps'
+hoisted loops and which are elementwise in any layout.
 """
 from __future__ import annotations
 
