@@ -124,8 +124,9 @@ def handle(model: Model, params: Params, state: State, contacts: Contacts, dt) -
 
 
 def row_mask(enabled: jax.Array, body1: jax.Array, body2: jax.Array) -> jax.Array:
-    """Rows that touch an enabled body (after the walk: rows of stepped islands)."""
-    pad = jnp.concatenate([enabled, jnp.zeros((1,), bool)])
+    """Rows that touch an enabled body (after the walk: rows of stepped islands).
+    ``enabled`` (nbody,) or world-minor (nbody, W); body indices (R,)."""
+    pad = jnp.concatenate([enabled, jnp.zeros((1,) + enabled.shape[1:], bool)])
     return pad[body1] | pad[body2]
 
 

@@ -12,14 +12,24 @@ two 6-vector Jacobian blocks (linear, angular; world frame), the velocity
 target ``c`` [m/s], ``cfm``, the bounds ``lo``/``hi`` and the friction index
 (the row whose force bounds this one, -1 if none). Invalid slots give inactive
 rows (zero Jacobian, zero bounds).
+
+The rows are made from a :class:`ContactSource` (the contacts, the bodies'
+motion, the geoms' fdir1) and the surface params by :func:`rows_of`, written
+once for two layouts: one world, and world-minor, in which the solver
+(:mod:`jaxode.sim.solver.batching`) builds them for a whole batch, in the
+layout its sweeps read (at 1024 worlds of ``boxes`` the step ran 15-30 %
+faster than building them per world and transposing the tables:
+bench/RESULTS.md, session 18).
 """
 from __future__ import annotations
 
+import collections
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 
+from jaxode import params_spec
 from jaxode.sim import math as jm
 from jaxode.build.surface import erp_cfm_from_kp_kd
 from jaxode.types import FRICTION_BOX, FRICTION_CONE, Contacts, Model, Params
@@ -61,17 +71,113 @@ def _opt(x, shape_like):
     return jnp.full(shape_like.shape, -1.0, shape_like.dtype) if x is None else x
 
 
+# ---------------------------------------------------------------- layout
+# The contact rows are written once for two layouts: one world (a contact's
+# arrays (C,), its vectors (C, 3)) and world-minor (the solver's layout, a
+# trailing world axis W on every float array: (C, W), vectors (C, 3, W), the
+# world's scalars (W,)). Vector components are always axis 1, the world shape
+# ``ws`` (``()`` or ``(W,)``) is the step's ``h.shape``, and every 3-term sum is
+# written as adds in component order, so a world's rows round the same in
+# either layout and in any batch.
+
+def _dot3(a: jax.Array, b: jax.Array) -> jax.Array:
+    """Dot product over the component axis 1 (adds in component order)."""
+    return a[:, 0] * b[:, 0] + a[:, 1] * b[:, 1] + a[:, 2] * b[:, 2]
+
+
+def _cross3(a: jax.Array, b: jax.Array) -> jax.Array:
+    """Cross product over the component axis 1."""
+    return jnp.stack([a[:, 1] * b[:, 2] - a[:, 2] * b[:, 1],
+                      a[:, 2] * b[:, 0] - a[:, 0] * b[:, 2],
+                      a[:, 0] * b[:, 1] - a[:, 1] * b[:, 0]], axis=1)
+
+
+class ContactSource(NamedTuple):
+    """What one world's contact rows are made of (:func:`rows_of`), in either layout.
+
+    Shared by a batch with one row structure (integer, (C,)): body1, body2 the
+    contact's bodies (``nbody`` = the static world), geom1, geom2, mat1, mat2
+    (the geoms' material indices, -1: none) and friction (the friction model
+    id). Per world: pos, normal (C, 3) [m, unit, from geom 2 into geom 1],
+    depth (C,) [m], valid (C,) bool; body_pos, body_vel, body_angvel (B, 3)
+    padded with the static world [m, m/s, rad/s]; fdir (G, 3) each geom's fdir1
+    in the world, has_fdir (G,) bool (fdir1 set); h () the step [s].
+    """
+
+    body1: jax.Array
+    body2: jax.Array
+    geom1: jax.Array
+    geom2: jax.Array
+    mat1: jax.Array
+    mat2: jax.Array
+    friction: jax.Array
+    pos: jax.Array
+    normal: jax.Array
+    depth: jax.Array
+    valid: jax.Array
+    body_pos: jax.Array
+    body_vel: jax.Array
+    body_angvel: jax.Array
+    fdir: jax.Array
+    has_fdir: jax.Array
+    h: jax.Array
+
+
+# the fields a batch with one row structure shares, and the rest
+SOURCE_INDEX = ("body1", "body2", "geom1", "geom2", "mat1", "mat2", "friction")
+SOURCE_DATA = tuple(f for f in ContactSource._fields if f not in SOURCE_INDEX)
+
+
+# The Params fields the contact rows may read: every world, geom and material-pair
+# field of the declaration (jaxode.params_spec), so a new surface parameter
+# reaches the rows (built by the solver from this share) with no list to extend.
+SURFACE_FIELDS = tuple(s.name for s in params_spec.SPECS.values()
+                       if s.entity in ("world", "geom", "material_pair"))
+#: A world's params as the contact rows read them (:func:`surface_params`): the
+#: fields of :data:`SURFACE_FIELDS` (None: not used by the model), so that the
+#: solver lays out only these per world.
+SurfaceParams = collections.namedtuple("SurfaceParams", SURFACE_FIELDS,
+                                       defaults=(None,) * len(SURFACE_FIELDS))
+
+
+def surface_params(params: Params) -> SurfaceParams:
+    """The contact rows' share of a world's params."""
+    return SurfaceParams(**{f: getattr(params, f, None) for f in SURFACE_FIELDS})
+
+
+def source(model: Model, params: Params, contacts: Contacts, body_pos: jax.Array,
+           body_vel: jax.Array, body_angvel: jax.Array, grot: jax.Array,
+           h: jax.Array) -> ContactSource:
+    """One world's :class:`ContactSource` (grot (ngeom, 3, 3) the geoms' rotations)."""
+    g1, g2 = contacts.geom1, contacts.geom2
+    if model.geom_material is not None:
+        mat = jnp.asarray(model.geom_material, jnp.int32)
+        m1, m2 = mat[g1], mat[g2]
+    else:
+        m1 = m2 = jnp.full(g1.shape, -1, jnp.int32)
+    # (turned per geom, then read per contact: a contact's (3, 3) rotation
+    # gathered per world cost more than the whole friction frame)
+    fdir = jm.einsum("gij,gj->gi", grot, params.fdir1)
+    has_fdir = jnp.sum(params.fdir1 ** 2, -1) > 0
+    return ContactSource(
+        body1=model.geom_body[g1], body2=model.geom_body[g2], geom1=g1, geom2=g2,
+        mat1=m1, mat2=m2, friction=contacts.friction, pos=contacts.pos,
+        normal=contacts.normal, depth=contacts.depth, valid=contacts.valid,
+        body_pos=body_pos, body_vel=body_vel, body_angvel=body_angvel, fdir=fdir,
+        has_fdir=has_fdir, h=jnp.asarray(h, body_pos.dtype))
+
+
 class ContactSurface(NamedTuple):
     """The combined surface of each contact slot (C,): Gazebo's ODE plugin's rules
     (:mod:`jaxode.build.surface`), then the material pair table where both geoms name
     materials, then static friction's pair values.
 
     mu, mu2 [- or N for the box model]; bounce, bounce_vel [m/s]; erp, cfm (soft
-    or world); fcfm (2C,) the friction rows' CFM (slip1/slip2 or the world's cfm),
-    contact-major; smu, vs [m/s] static friction coefficient and speed; roll [-],
+    or world); fcfm1, fcfm2 the two friction rows' CFM (slip1/slip2 or the
+    world's cfm); smu, vs [m/s] static friction coefficient and speed; roll [-],
     spin [m] rolling/spinning coefficients (0: off); max_vel [m/s], min_depth [m]
     (surface and world combined); motion_n, motion1, motion2 [m/s] the surfaces'
-    relative velocities (ODE's motionN, motion1/2).
+    relative velocities (ODE's motionN, motion1/2). Either layout (see above).
     """
 
     mu: jax.Array
@@ -80,7 +186,8 @@ class ContactSurface(NamedTuple):
     bounce_vel: jax.Array
     erp: jax.Array
     cfm: jax.Array
-    fcfm: jax.Array
+    fcfm1: jax.Array
+    fcfm2: jax.Array
     smu: jax.Array
     vs: jax.Array
     roll: jax.Array
@@ -92,13 +199,16 @@ class ContactSurface(NamedTuple):
     motion2: jax.Array
 
 
-def mix_surfaces(model: Model, params: Params, contacts: Contacts, h: jax.Array
-                 ) -> ContactSurface:
+def mix_surfaces(src: ContactSource, params: SurfaceParams, angular: bool) -> ContactSurface:
     """Surface mixing: the two geoms' surface parameters (and the world's, where a
     surface leaves one unset) combined into each contact's (:class:`ContactSurface`).
-    h the step [s] (kp/kd become ERP/CFM at the step)."""
-    g1, g2 = contacts.geom1, contacts.geom2
-    dtype = contacts.depth.dtype
+    ``angular`` (static): the model has rolling/spinning friction. ``params``: a
+    world's :class:`~jaxode.types.Params` or :class:`SurfaceParams`. Either layout:
+    per-geom arrays (G,) or (G, W), world scalars () or (W,)."""
+    g1, g2 = src.geom1, src.geom2
+    h = src.h
+    dtype = src.depth.dtype
+    shape = src.depth.shape                     # (C,) + ws
     p = params
     # Surface combination (see jaxode.build.surface).
     mu = jnp.minimum(p.mu[g1], p.mu[g2])
@@ -127,12 +237,11 @@ def mix_surfaces(model: Model, params: Params, contacts: Contacts, h: jax.Array
     min_depth = jnp.minimum(jnp.minimum(p.min_depth[g1], p.min_depth[g2]), p.contact_surface_layer)
     # Friction-row CFM: force-dependent slip where set (ODE dContactSlip1/2), else the world's.
     if p.slip1 is None:
-        fcfm = jnp.broadcast_to(p.cfm, (2 * g1.shape[0],))
+        fcfm1 = fcfm2 = jnp.broadcast_to(p.cfm, shape)
     else:
         slip2_geom = jnp.where(p.slip2 < 0, p.slip1, p.slip2)
-        slip1 = _combine_soft(p.slip1[g1], p.slip1[g2], p.cfm, use_min=True)
-        slip2 = _combine_soft(slip2_geom[g1], slip2_geom[g2], p.cfm, use_min=True)
-        fcfm = jnp.stack([slip1, slip2], axis=1).reshape(-1)
+        fcfm1 = _combine_soft(p.slip1[g1], p.slip1[g2], p.cfm, use_min=True)
+        fcfm2 = _combine_soft(slip2_geom[g1], slip2_geom[g2], p.cfm, use_min=True)
 
     # Pair values of the static, rolling and spinning friction from the surfaces.
     zero = jnp.zeros_like(mu)
@@ -142,18 +251,20 @@ def mix_surfaces(model: Model, params: Params, contacts: Contacts, h: jax.Array
         vs_geom = _opt(p.static_speed, p.static_mu)
         vs = _combine_soft(vs_geom[g1], vs_geom[g2], zero, use_min=True)
     roll = spin = zero
-    if model.angular_friction:
+    if angular:
         roll_geom, spin_geom = _opt(p.rolling, p.mu), _opt(p.spinning, p.mu)
         roll = _combine_soft(roll_geom[g1], roll_geom[g2], zero, True)
         spin = _combine_soft(spin_geom[g1], spin_geom[g2], zero, True)
 
     # Material pairs (both geoms name a material): the table replaces those values.
     if p.mat_friction is not None:
-        m1, m2 = model.geom_material[g1], model.geom_material[g2]
+        m1, m2 = src.mat1, src.mat2
         use = (m1 >= 0) & (m2 >= 0)
         # the upper triangle is read (a sweep may set one element of a pair)
         i1 = jnp.maximum(jnp.minimum(m1, m2), 0)
         i2 = jnp.maximum(jnp.maximum(m1, m2), 0)
+        if len(shape) > 1:
+            use = use[:, None]
 
         def pick(table, cur):
             v = table[i1, i2]
@@ -170,16 +281,15 @@ def mix_surfaces(model: Model, params: Params, contacts: Contacts, h: jax.Array
         roll = pick(p.mat_rolling, jnp.where(use, 0.0, roll))
         spin = pick(p.mat_spinning, jnp.where(use, 0.0, spin))
 
-    ncon = g1.shape[0]
-    motion_n = (jnp.zeros((ncon,), dtype) if p.motionN is None
+    motion_n = (jnp.zeros(shape, dtype) if p.motionN is None
                 else p.motionN[g1] + p.motionN[g2])
     if p.motion1 is None:
-        motion1 = motion2 = jnp.zeros((ncon,), dtype)
+        motion1 = motion2 = jnp.zeros(shape, dtype)
     else:
         motion1 = p.motion1[g2] - p.motion1[g1]
         motion2 = p.motion2[g2] - p.motion2[g1]
-    return ContactSurface(mu, mu2, bounce, bounce_vel, erp, cfm, fcfm, smu, vs, roll, spin,
-                          max_vel, min_depth, motion_n, motion1, motion2)
+    return ContactSurface(mu, mu2, bounce, bounce_vel, erp, cfm, fcfm1, fcfm2, smu, vs, roll,
+                          spin, max_vel, min_depth, motion_n, motion1, motion2)
 
 
 def _torsional_bound(p: Params, g1, g2, depth, spin):
@@ -204,76 +314,76 @@ def _torsional_bound(p: Params, g1, g2, depth, spin):
     return jnp.where(has, bound, spin)
 
 
-def contact_rows(model: Model, params: Params, contacts: Contacts, body_pos: jax.Array,
-                 body_vel: jax.Array, body_angvel: jax.Array, grot: jax.Array,
-                 h: jax.Array) -> tuple[Rows, Rows, jax.Array]:
-    """Rows of all contact slots for one world: (head, tail, cone_rows).
+def rows_of(src: ContactSource, params: SurfaceParams, angular: bool
+            ) -> tuple[Rows, Rows, jax.Array]:
+    """The rows of a world's contact slots (ODE's contact joint getInfo2): (head, tail,
+    cone_rows), in either layout (one world, or world-minor with the world axis
+    trailing: :mod:`jaxode.sim.solver.batching` builds them so, in the solver's
+    own layout). Integer fields (body indices, findex) never carry the world axis.
 
     head: one normal row per slot (findex -1); tail: ``K`` rows per slot,
-    contact-major: the two friction rows (t1, t2), then, when the model has
-    angular friction (``model.angular_friction``, K = 5), rolling about t1 and
+    contact-major: the two friction rows (t1, t2), then, with ``angular``
+    (static: rolling/spinning friction, K = 5), rolling about t1 and
     t2 and spinning about the normal; K = 2 otherwise. A tail row's
     ``findex`` is the slot's normal row for the pyramid and cone models
     (bound = hi * normal force) and -1 (constant bounds) for the box model;
     angular rows always scale with the normal force. cone_rows (tail rows,)
     marks the friction rows of cone-model contacts (projected jointly by the
     solver).
-
-    body_pos/vel/angvel are padded with the static world (index nbody); grot
-    (ngeom, 3, 3) geom rotations for fdir1; h the step [s].
     """
-    dtype = body_pos.dtype
-    g1, g2 = contacts.geom1, contacts.geom2
-    b1, b2 = model.geom_body[g1], model.geom_body[g2]
-    valid = contacts.valid
+    dtype = src.depth.dtype
+    ws = jnp.shape(src.h)                      # () or (W,)
+    ncon = src.geom1.shape[0]
+    b1, b2 = src.body1, src.body2
+    valid = src.valid
+    vcol = valid[:, None]
     # Invalid slots get a harmless unit normal so no 0/0 reaches the rows.
-    n = jnp.where(valid[:, None], contacts.normal, jnp.array([0.0, 0.0, 1.0], body_pos.dtype))
+    unit_z = jnp.array([0.0, 0.0, 1.0], dtype).reshape((3,) + (1,) * len(ws))
+    n = jnp.where(vcol, src.normal, unit_z)
     p = params
-    sf = mix_surfaces(model, params, contacts, h)
+    sf = mix_surfaces(src, params, angular)
     mu, mu2, bounce, bounce_vel = sf.mu, sf.mu2, sf.bounce, sf.bounce_vel
-    erp, cfm, fcfm, smu, vs = sf.erp, sf.cfm, sf.fcfm, sf.smu, sf.vs
+    erp, cfm, smu, vs = sf.erp, sf.cfm, sf.smu, sf.vs
     roll, spin, max_vel, min_depth = sf.roll, sf.spin, sf.max_vel, sf.min_depth
+    fps = 1.0 / src.h
 
     # Normal row: c = min(fps * erp * max(depth - min_depth, 0) + motionN, max_vel), then bounce.
-    r1 = contacts.pos - body_pos[b1]
-    r2 = contacts.pos - body_pos[b2]
-    depth = jnp.maximum(contacts.depth - min_depth, 0.0)
+    r1 = src.pos - src.body_pos[b1]
+    r2 = src.pos - src.body_pos[b2]
+    v1, w1 = src.body_vel[b1], src.body_angvel[b1]
+    v2, w2 = src.body_vel[b2], src.body_angvel[b2]
+    depth = jnp.maximum(src.depth - min_depth, 0.0)
     # Both surfaces moving outward push the bodies apart (ODE: pushout + motionN,
     # capped by max_vel; the bounce is measured relative to motionN).
     motion_n = sf.motion_n
-    c = jnp.minimum((1.0 / h) * erp * depth + motion_n, max_vel)   # ODE: k = fps erp; k depth
-    jn1 = jnp.concatenate([n, jnp.cross(r1, n)], axis=-1)
-    jn2 = jnp.concatenate([-n, jnp.cross(n, r2)], axis=-1)
-    outgoing = (jnp.sum(jn1[:, :3] * body_vel[b1], -1) + jnp.sum(jn1[:, 3:] * body_angvel[b1], -1)
-                + jnp.sum(jn2[:, :3] * body_vel[b2], -1) + jnp.sum(jn2[:, 3:] * body_angvel[b2], -1))
+    c = jnp.minimum(fps * erp * depth + motion_n, max_vel)   # ODE: k = fps erp; k depth
+    a1, a2 = _cross3(r1, n), _cross3(n, r2)
+    jn1 = jnp.concatenate([n, a1], axis=1)
+    jn2 = jnp.concatenate([-n, a2], axis=1)
+    outgoing = _dot3(n, v1) + _dot3(a1, w1) - _dot3(n, v2) + _dot3(a2, w2)
     incoming = motion_n - outgoing
     bounce_c = bounce * incoming + motion_n
     c = jnp.where((incoming > bounce_vel) & (bounce_c > c), bounce_c, c)
 
     # Friction directions: fdir1 of geom 1 (else geom 2) in the world, projected on
     # the contact plane; else dPlaneSpace(n).
-    # (turned per geom, then read per contact: a contact's (3, 3) rotation
-    # gathered per world cost more than the whole friction frame)
-    fdir_world = jm.einsum("gij,gj->gi", grot, p.fdir1)
-    f1, f2 = fdir_world[g1], fdir_world[g2]
-    has1 = (jnp.sum(p.fdir1 ** 2, -1) > 0)[g1]
-    fd = jnp.where(has1[:, None], f1, f2)
-    fd = fd - jnp.sum(fd * n, -1, keepdims=True) * n
-    fd2 = jnp.sum(fd * fd, -1, keepdims=True)
+    has1 = src.has_fdir[src.geom1]
+    fd = jnp.where(has1[:, None], src.fdir[src.geom1], src.fdir[src.geom2])
+    fd = fd - _dot3(fd, n)[:, None] * n
+    fd2 = _dot3(fd, fd)[:, None]
     use_fd = fd2 > 1e-12
     fd = fd / jnp.sqrt(jnp.where(use_fd, fd2, 1.0))
-    ps1, _ = jax.vmap(jm.plane_space)(n)
-    t1 = jnp.where(use_fd, fd, ps1)
-    t2 = jnp.cross(n, t1)
+    ps1, _ = jm.plane_space(jnp.moveaxis(n, 1, 0))          # elementwise: any layout
+    t1 = jnp.where(use_fd, fd, jnp.moveaxis(ps1, 0, 1))
+    t2 = _cross3(n, t1)
 
     # Static friction (RaiSim's material pair): below static_speed the
     # coefficient blends linearly from static_mu (at rest) to mu (at static_speed),
     # using the tangential contact speed at the start of the step.
     if p.static_mu is not None or p.mat_friction is not None:
-        vrel = (body_vel[b1] + jnp.cross(body_angvel[b1], r1)
-                - body_vel[b2] - jnp.cross(body_angvel[b2], r2))
-        vt = vrel - jnp.sum(vrel * n, -1, keepdims=True) * n
-        vt2 = jnp.sum(vt * vt, -1)
+        vrel = v1 + _cross3(w1, r1) - v2 - _cross3(w2, r2)
+        vt = vrel - _dot3(vrel, n)[:, None] * n
+        vt2 = _dot3(vt, vt)
         speed = jnp.where(vt2 > 0, jnp.sqrt(jnp.where(vt2 > 0, vt2, 1.0)), 0.0)
         wgt = jnp.where(vs > 0, jnp.clip(1.0 - speed / jnp.where(vs > 0, vs, 1.0), 0.0, 1.0), 0.0)
         dmu = jnp.where(wgt > 0, wgt * (smu - mu), 0.0)
@@ -281,61 +391,62 @@ def contact_rows(model: Model, params: Params, contacts: Contacts, body_pos: jax
         mu2 = jnp.where(wgt > 0, mu2 + dmu, mu2)
 
     def frow(t):
-        return (jnp.concatenate([t, jnp.cross(r1, t)], axis=-1),
-                jnp.concatenate([-t, jnp.cross(t, r2)], axis=-1))
+        return (jnp.concatenate([t, _cross3(r1, t)], axis=1),
+                jnp.concatenate([-t, _cross3(t, r2)], axis=1))
 
     def arow(t):
         z = jnp.zeros_like(t)
-        return jnp.concatenate([z, t], axis=-1), jnp.concatenate([z, -t], axis=-1)
+        return jnp.concatenate([z, t], axis=1), jnp.concatenate([z, -t], axis=1)
 
     jt1a, jt1b = frow(t1)
     jt2a, jt2b = frow(t2)
-    ncon = n.shape[0]
-    inf = jnp.full((ncon,), jnp.inf, dtype)
+    shape = (ncon,) + ws
+    inf = jnp.full(shape, jnp.inf, dtype)
     mu = jnp.maximum(mu, 0.0)
     # Each direction's row is bounded by its own coefficient, as ODE with
     # dContactMu2 (what Gazebo always sets): mu = 0, mu2 > 0 keeps the second row.
     # With mu2 unset it equals mu, so mu = 0 still means no friction at all.
     mu2 = jnp.maximum(mu2, 0.0)
-    scaled = contacts.friction != FRICTION_BOX
-    cone = contacts.friction == FRICTION_CONE
-    vcol = valid[:, None]
+    scaled = src.friction != FRICTION_BOX
+    cone = src.friction == FRICTION_CONE
     head = Rows(
         body1=b1, body2=b2,
         j1=jnp.where(vcol, jn1, 0.0), j2=jnp.where(vcol, jn2, 0.0),
         c=jnp.where(valid, c, 0.0), cfm=cfm.astype(dtype),
-        lo=jnp.zeros((ncon,), dtype), hi=jnp.where(valid, inf, 0.0),
+        lo=jnp.zeros(shape, dtype), hi=jnp.where(valid, inf, 0.0),
         findex=jnp.full((ncon,), -1, jnp.int32), active=valid)
     # Friction rows' target: the surfaces' relative velocity (ODE's motion1/2).
-    fc1, fc2 = sf.motion1, sf.motion2
     ja = [jt1a, jt2a]
     jb = [jt1b, jt2b]
     bounds = [mu, mu2]
-    tc = [fc1, fc2]
-    tcfm = [fcfm.reshape(ncon, 2)[:, 0], fcfm.reshape(ncon, 2)[:, 1]]
+    tc = [sf.motion1, sf.motion2]
+    tcfm = [sf.fcfm1, sf.fcfm2]
     rscale = [scaled, scaled]
     ract = [valid, valid]
-    if model.angular_friction:
+    if angular:
         # Rolling (about t1, t2) and spinning (about n) friction: angular rows
         # bounded by rolling * r_e * lambda_n and spinning * lambda_n (ODE 0.16's
         # dContactRolling rows with rho = rolling * r_e, rhoN = spinning); r_e the
         # rolling radius: the dynamic body's centre's distance from the contact
         # plane (mean of the two when both are dynamic).
-        dyn1 = b1 < model.nbody
-        dyn2 = b2 < model.nbody
-        n1 = jnp.abs(jnp.sum(r1 * n, -1))
-        n2 = jnp.abs(jnp.sum(r2 * n, -1))
+        nbody = src.body_pos.shape[0] - 1
+        dyn1 = b1 < nbody
+        dyn2 = b2 < nbody
+        if ws:
+            dyn1, dyn2 = dyn1[:, None], dyn2[:, None]
+        n1 = jnp.abs(_dot3(r1, n))
+        n2 = jnp.abs(_dot3(r2, n))
         ndyn = dyn1.astype(dtype) + dyn2.astype(dtype)
         r_e = (jnp.where(dyn1, n1, 0.0) + jnp.where(dyn2, n2, 0.0)) / jnp.maximum(ndyn, 1.0)
         if p.torsional is not None:
-            spin = jnp.where(valid, _torsional_bound(p, g1, g2, depth, spin), spin)
+            spin = jnp.where(valid, _torsional_bound(p, src.geom1, src.geom2, depth, spin), spin)
         for t, bnd in ((t1, roll * r_e), (t2, roll * r_e), (n, spin)):
             a, b = arow(t)
             ja.append(a)
             jb.append(b)
             bounds.append(bnd)
-            tc.append(jnp.zeros((ncon,), dtype))
-            tcfm.append(jnp.broadcast_to(p.cfm, (ncon,)))
+            tc.append(jnp.zeros(shape, dtype))
+            tcfm.append(jnp.broadcast_to(p.cfm, shape))
             rscale.append(jnp.ones((ncon,), bool))
             ract.append(valid & (bnd > 0))
     k = len(ja)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import jax
 
 from jaxode._struct import pytree_dataclass, static_field
-from jaxode.sim.constraint import Rows
+from jaxode.sim.constraint import ContactSource, Rows, SurfaceParams
 from jaxode.types import Contacts
 
 
@@ -83,14 +83,23 @@ class RowSet:
     row in ``head`` (already shifted past the joint rows; -1: fixed bounds);
     cone_rows (tail rows,) bool: the first two rows of cone-model contacts;
     joint_wrench (nbody, 6) [N | N m]: forces the joints apply directly (not
-    through rows); njoint_rows (static): joint rows at the head's start;
-    joint_layout (static): per joint group, (rows per joint, joints).
+    through rows); contacts, surface: what the contact rows are made of
+    (:class:`jaxode.sim.constraint.ContactSource`, the params they read): the
+    solver builds them again from these in its own layout (world-minor), and
+    the head's and tail's contact rows are only read by the other consumers
+    (ODE's row order, ``direct``, counters); enabled (nbody,) bool or None
+    (auto-disable: rows touching no enabled body are inactive); njoint_rows
+    (static): joint rows at the head's start; joint_layout (static): per joint
+    group, (rows per joint, joints).
     """
 
     head: Rows
     tail: Rows
     cone_rows: jax.Array
     joint_wrench: jax.Array
+    contacts: ContactSource
+    surface: SurfaceParams
+    enabled: jax.Array
     block: int = static_field()
     njoint_rows: int = static_field()
     joint_layout: tuple = static_field()

@@ -21,6 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxode.sim import constraint
 from jaxode.sim.solver import batching, colored, direct, pgs, reorder as reorder_lib
 from jaxode.sim.solver.colored import COLOURS, colour
 from jaxode.sim.solver.core import cone_project, friction_bounds
@@ -70,7 +71,8 @@ class Solution(NamedTuple):
 def solve(name: str, head, tail, inv_mass: jax.Array, inv_inertia: jax.Array,
           rhs_body: jax.Array, h: jax.Array, sor: jax.Array, iterations: int,
           block: int = 2, cone: bool = False, cone_rows: jax.Array = None, step=0,
-          orders: jax.Array = None, tile: int = batching.AUTO, **options) -> Solution:
+          orders: jax.Array = None, tile: int = batching.AUTO, contacts=None, surface=None,
+          enabled: jax.Array = None, **options) -> Solution:
     """Run solver ``name`` (``"pgs"`` or ``"colored"``) on one world's rows.
 
     head, tail: :class:`jaxode.sim.constraint.Rows` tables (tail rows' ``findex``
@@ -83,6 +85,11 @@ def solve(name: str, head, tail, inv_mass: jax.Array, inv_inertia: jax.Array,
     solver's static options (``reorder`` for pgs, ``colours`` for colored).
     ``orders`` (pgs only): int32 (phases, Rh + Rt) row orders of ``reorder="ode"``
     (:func:`ode_row_orders`); pgs then sweeps every row in them.
+    ``contacts`` (a :class:`jaxode.sim.constraint.ContactSource`, with ``surface``
+    its :class:`~jaxode.sim.constraint.SurfaceParams` and ``enabled`` auto-disable's
+    body mask or None): the contact rows are built by the solve from these, in
+    its own layout, after ``head``'s rows (then the joint rows only); ``tail``
+    and ``cone_rows`` are then not used.
     """
     if name not in SWEEPS:
         raise ValueError(f"model.solver must be one of {tuple(SWEEPS)} (got {name!r})"
@@ -90,22 +97,29 @@ def solve(name: str, head, tail, inv_mass: jax.Array, inv_inertia: jax.Array,
                             else ""))
     dtype = rhs_body.dtype
     nb = inv_mass.shape[0]
-    nh, nt = head.body1.shape[0], tail.body1.shape[0]
+    if contacts is None:
+        nh, nt = head.body1.shape[0], tail.body1.shape[0]
+    else:
+        ncon = contacts.geom1.shape[0]
+        nh, nt = head.body1.shape[0] + ncon, ncon * block
     fc0 = jnp.zeros((nb, 6), dtype)
     if nh + nt == 0:
         z = jnp.zeros((0,), dtype)
         return Solution(z, z, fc0)
-    if nt % block:
-        raise ValueError(f"tail rows ({nt}) must be a multiple of block ({block})")
-    if cone_rows is None:
-        cone_rows = jnp.zeros((nt,), bool)
-    idx, data = batching.inputs(head, tail, jnp.maximum(tail.findex, 0), tail.findex >= 0,
-                                cone_rows, inv_mass, inv_inertia, rhs_body,
-                                jnp.asarray(h, dtype), jnp.asarray(sor, dtype),
-                                jnp.asarray(step, jnp.int32), orders)
+    if contacts is None:
+        if nt % block:
+            raise ValueError(f"tail rows ({nt}) must be a multiple of block ({block})")
+        if cone_rows is None:
+            cone_rows = jnp.zeros((nt,), bool)
+        fidx, pyramid = jnp.maximum(tail.findex, 0), tail.findex >= 0
+    else:
+        fidx = pyramid = cone_rows = None
+    ins = batching.inputs(head, tail, fidx, pyramid, cone_rows, inv_mass, inv_inertia, rhs_body,
+                          jnp.asarray(h, dtype), jnp.asarray(sor, dtype),
+                          jnp.asarray(step, jnp.int32), orders, contacts, surface, enabled)
     run = batching.solver(SWEEPS[name], iterations, block, bool(cone), tile=batching.check_tile(tile),
                           **options)
-    return Solution(*run(*idx, *data))
+    return Solution(*run(ins.idx, ins.data))
 
 
 def ode_row_orders(rows, rng, iterations: int):
@@ -159,11 +173,15 @@ def solve_rows(model, rows, bodies, params, time=0.0, rng=None) -> Solution:
     # box-model friction rows among the normal rows, as ODE orders them (pgs.py)
     options = ({"reorder": rows.njoint_rows, "box_head": bool(model.friction_box),
                 "seed": int(model.reorder_seed)} if name == "pgs" else {})
-    return solve(name, rows.head, rows.tail, bodies.inv_mass, bodies.inv_inertia,
+    # the joint rows as built; the contact rows from their source, built by the
+    # solve in its own layout (world-minor under vmap: no batch-major row tables
+    # to transpose)
+    joints = constraint.Rows(*(None if a is None else a[:rows.njoint_rows] for a in rows.head))
+    return solve(name, joints, None, bodies.inv_mass, bodies.inv_inertia,
                  bodies.rhs, bodies.h, jnp.asarray(params.sor, dtype), model.iterations,
-                 block=rows.block, cone=model.friction_cone, cone_rows=rows.cone_rows,
+                 block=rows.block, cone=model.friction_cone,
                  step=jnp.round(time / bodies.h).astype(jnp.int32), tile=model.batch_tile,
-                 **options)
+                 contacts=rows.contacts, surface=rows.surface, enabled=rows.enabled, **options)
 
 
 def solve_direct(model, rows, bodies) -> Solution:

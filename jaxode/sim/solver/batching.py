@@ -42,6 +42,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.custom_batching import custom_vmap
 
+from jaxode.sim import autodisable, constraint
 from jaxode.sim.constraint import Rows
 from jaxode.sim.math import barrier
 from jaxode.sim.solver import core
@@ -74,49 +75,85 @@ class Problem(NamedTuple):
 
 
 class Inputs(NamedTuple):
-    """One world's raw solve inputs, flattened for the batching rule.
+    """One world's raw solve inputs (two dicts of arrays) for the batching rule.
 
     idx: what a batch with one row structure shares (body indices, friction
-    index and flags: they follow from the rows' geoms and joints);
-    data: the rows' float arrays and activity (head, then tail: j1, j2, c,
-    cfm, lo, hi, active), the bodies' inv_mass (B,), inv_inertia (B, 3, 3),
-    rhs_body (B, 6), and h, sor (scalars).
+    index and flags, the step number: they follow from the rows' geoms and
+    joints); data: the rows' float arrays and activity (j1, j2, c, cfm, lo,
+    hi, active), the bodies' inv_mass (B,), inv_inertia (B, 3, 3), rhs_body
+    (B, 6), and h, sor (scalars). The contact rows come either built (``tail``
+    and the head's end) or, from the solve stage, as their
+    :class:`~jaxode.sim.constraint.ContactSource` (``contacts``; with the
+    surface params and the auto-disable mask), built by :func:`_problem` in the
+    sweeps' own layout.
     """
 
-    idx: tuple
-    data: tuple
+    idx: dict
+    data: dict
 
 
 ROW_FIELDS = ("j1", "j2", "c", "cfm", "lo", "hi", "active")
 
 
+def _row_data(rows) -> tuple:
+    return tuple(getattr(rows, f) for f in ROW_FIELDS)
+
+
 def inputs(head, tail, fidx, pyramid, cone_row, inv_mass, inv_inertia, rhs_body, h, sor,
-           step, order=None) -> Inputs:
-    idx = (head.body1, head.body2, tail.body1, tail.body2, fidx, pyramid, cone_row, step)
-    data = (*(getattr(head, f) for f in ROW_FIELDS), *(getattr(tail, f) for f in ROW_FIELDS),
-            inv_mass, inv_inertia, rhs_body, h, sor) + (() if order is None else (order,))
+           step, order=None, contacts=None, surface=None, enabled=None) -> Inputs:
+    """A world's :class:`Inputs`: rows ``head`` and ``tail`` (tail rows' head row
+    ``fidx``, ``pyramid`` and ``cone_row`` flags), or, with ``contacts`` (a
+    :class:`~jaxode.sim.constraint.ContactSource`), ``head`` the joint rows only
+    and the contact rows made from ``contacts`` and ``surface``
+    (:class:`~jaxode.sim.constraint.SurfaceParams`) by the solve itself
+    (``tail``, ``fidx``, ``pyramid``, ``cone_row`` unused); ``enabled``
+    (nbody,) bool or None: auto-disable's mask for them."""
+    idx = dict(head=(head.body1, head.body2), step=step)
+    data = dict(head=_row_data(head), inv_mass=inv_mass, inv_inertia=inv_inertia,
+                rhs_body=rhs_body, h=h, sor=sor, order=order)
+    if contacts is None:
+        idx.update(tail=(tail.body1, tail.body2), fidx=fidx, pyramid=pyramid, cone=cone_row)
+        data["tail"] = _row_data(tail)
+    else:
+        idx["contacts"] = {f: getattr(contacts, f) for f in constraint.SOURCE_INDEX}
+        data["contacts"] = {f: getattr(contacts, f) for f in constraint.SOURCE_DATA}
+        data["surface"] = surface
+        data["enabled"] = enabled
     return Inputs(idx, data)
 
 
-def _problem(idx, data) -> Problem:
-    """Prepare world-minor ``data`` (every array with a trailing world axis W)."""
-    hb1, hb2, tb1, tb2, fidx, pyr, cone, step = idx
-    k = len(ROW_FIELDS)
+def _rows(b1, b2, d) -> Rows:
+    j1, j2, c, cfm, lo, hi, active = d
+    return Rows(b1, b2, j1, j2, c, cfm, lo, hi, None, active)
 
-    def rows(b1, b2, d):
-        j1, j2, c, cfm, lo, hi, active = d
-        return Rows(b1, b2, j1, j2, c, cfm, lo, hi, None, active)
 
-    hr, tr = rows(hb1, hb2, data[:k]), rows(tb1, tb2, data[k:2 * k])
-    inv_mass, inv_inertia, rhs_body, h, sor = data[2 * k:2 * k + 5]
-    order = data[2 * k + 5] if len(data) > 2 * k + 5 else None
+def _problem(idx, data, block: int) -> Problem:
+    """Prepare world-minor ``data`` (every array with a trailing world axis W),
+    building the contact rows first where they come as a source."""
+    hr = _rows(*idx["head"], data["head"])
+    if "contacts" in idx:
+        src = constraint.ContactSource(**idx["contacts"], **data["contacts"])
+        ch, tr, cone = constraint.rows_of(src, data["surface"], angular=block == 5)
+        enabled = data["enabled"]
+        if enabled is not None:
+            ch = ch._replace(active=ch.active & autodisable.row_mask(enabled, ch.body1, ch.body2))
+            tr = tr._replace(active=tr.active & autodisable.row_mask(enabled, tr.body1, tr.body2))
+        nj = hr.body1.shape[0]
+        hr = Rows(*(None if f == "findex" else jnp.concatenate([getattr(hr, f), getattr(ch, f)])
+                    for f in Rows._fields))
+        fidx = jnp.where(tr.findex >= 0, tr.findex + nj, 0)
+        pyr = tr.findex >= 0
+    else:
+        tr = _rows(*idx["tail"], data["tail"])
+        fidx, pyr, cone = idx["fidx"], idx["pyramid"], idx["cone"]
+    inv_mass, inv_inertia, rhs_body = data["inv_mass"], data["inv_inertia"], data["rhs_body"]
+    h, sor, order = data["h"], data["sor"], data["order"]
     head = core.prepare(hr, inv_mass, inv_inertia, rhs_body, h, sor)
     tail = core.prepare(tr, inv_mass, inv_inertia, rhs_body, h, sor)
     fc0 = jnp.zeros_like(rhs_body)
-    return Problem(head, tail, fidx, pyr, cone, hr.active, tr.active, fc0, step, order)
+    return Problem(head, tail, fidx, pyr, cone, hr.active, tr.active, fc0, idx["step"], order)
 
 
-NIDX = 8
 
 # The world axis is at least this wide (one world is run twice): with a
 # degenerate world axis XLA turns the sweeps' column sums into row sums, whose
@@ -169,44 +206,39 @@ def tile_worlds(tile: int, w: int):
 
 @functools.lru_cache(maxsize=None)
 def solver(sweeps, iterations: int, block: int, cone: bool, tile: int = AUTO, **options):
-    """One world's solve ``f(*idx, *data) -> (lambda_head, lambda_tail, fc)`` (module
+    """One world's solve ``f(idx, data) -> (lambda_head, lambda_tail, fc)`` (module
     docstring); ``sweeps`` a solver's sweep function, ``options`` its static options.
     ``idx``/``data``: one world's :class:`Inputs`."""
     options = dict(options)
 
-    def one_world(args, **extra):
-        idx, data = args[:NIDX], args[NIDX:]
+    def one_world(idx, data, **extra):
         # behind a barrier, so that XLA cannot see the copies as a broadcast and
         # move reductions over a row's components inside it (they would then sum
         # in another order than in a batch)
-        wm = barrier(tuple(_to_world_minor(d, False, MIN_WORLDS)
-                                                for d in data))
-        p = _problem(idx, wm)
+        wm = barrier(jax.tree.map(lambda d: _to_world_minor(d, False, MIN_WORLDS), data))
+        p = _problem(idx, wm, block)
         out = sweeps(p, iterations, block, cone, **options, **extra)
         return tuple(o[..., 0] for o in out)
 
-    def alone(*args):
-        return one_world(args)
-
-    run = custom_vmap(alone)
+    run = custom_vmap(lambda idx, data: one_world(idx, data))
 
     @run.def_vmap
-    def rule(axis_size, in_batched, *args):
-        idx, data = args[:NIDX], args[NIDX:]
+    def rule(axis_size, in_batched, idx, data):
+        idx_b, data_b = in_batched
 
         def shared(idx):
             t = tile_worlds(tile, axis_size)
             if t:
                 return _tiled(idx, t)
-            wm = tuple(_to_world_minor(d, b, axis_size) for d, b in zip(data, in_batched[NIDX:]))
+            wm = jax.tree.map(lambda d, b: _to_world_minor(d, b, axis_size), data, data_b)
             if axis_size < MIN_WORLDS:
-                wm = tuple(jnp.concatenate([d] * MIN_WORLDS, axis=-1) for d in wm)
+                wm = jax.tree.map(lambda d: jnp.concatenate([d] * MIN_WORLDS, axis=-1), wm)
             # The world-minor copies are made once, here: without the barrier XLA
             # fuses each transpose into every consumer of the rows (the Jacobian
             # is read by five of preparation's kernels), each then reading the
             # batch-major input at a stride of a world's row table.
             wm = barrier(wm)
-            out = sweeps(_problem(idx, wm), iterations, block, cone, live=True, **options)
+            out = sweeps(_problem(idx, wm, block), iterations, block, cone, live=True, **options)
             return tuple(jnp.moveaxis(o[..., :axis_size], -1, 0) for o in out)
 
         def _tiled(idx, t):
@@ -224,8 +256,7 @@ def solver(sweeps, iterations: int, block: int, cone: bool, tile: int = AUTO, **
                 # every tile (the tile axis stays split; the loop over tiles is not)
                 return jnp.moveaxis(d.reshape((t, n) + d.shape[1:]), 0, -1)
 
-            wm = barrier(
-                tuple(tiles(d, b) for d, b in zip(data, in_batched[NIDX:])))
+            wm = barrier(jax.tree.map(tiles, data, data_b))
 
             # The preparation is elementwise per world (and gathers over rows):
             # made for every tile at once (vmap over the tile axis: each of its
@@ -234,7 +265,7 @@ def solver(sweeps, iterations: int, block: int, cone: bool, tile: int = AUTO, **
             # 1024 worlds, one device: solve 69 -> 60 ms, stack 185 -> 170).
             # (A solver's own set-up, pgs' padding and live counts, made the
             # same way ran slower: boxes 52 -> 65 ms.)
-            ready = jax.vmap(lambda tile: _problem(idx, tile))(wm)
+            ready = jax.vmap(lambda tile: _problem(idx, tile, block))(wm)
 
             def one_tile(p):
                 return sweeps(p, iterations, block, cone, live=True, **options)
@@ -243,38 +274,36 @@ def solver(sweeps, iterations: int, block: int, cone: bool, tile: int = AUTO, **
             return tuple(jnp.moveaxis(o, -1, 0).reshape((n * t,) + o.shape[1:-1])[:axis_size]
                          for o in out)
 
-        if in_batched[NIDX - 1]:
+        if idx_b["step"]:
             # One step number for the batch (world 0's), as ODE's one global
             # generator serves every world: the row order stays shared.
-            idx = tuple(idx[:NIDX - 1]) + (idx[NIDX - 1][0],)
-            in_batched = tuple(in_batched[:NIDX - 1]) + (False,) + tuple(in_batched[NIDX:])
-            args = idx + tuple(data)
-        if not any(in_batched[:NIDX]):
+            idx = {**idx, "step": idx["step"][0]}
+            idx_b = {**idx_b, "step": False}
+        batched = [i for i, b in zip(jax.tree.leaves(idx), jax.tree.leaves(idx_b)) if b]
+        if not batched:
             return shared(idx), (True, True, True)
+        first = jax.tree.map(lambda i, b: i[0] if b else i, idx, idx_b)
         if axis_size == 1:
             # one world: its indices are trivially shared (no fallback to compile)
-            return shared([i[0] if b else i for i, b in zip(idx, in_batched[:NIDX])]), \
-                (True, True, True)
+            return shared(first), (True, True, True)
         # Per-world indices (contact compaction): if every world has the same
         # ones (batch_rules.compact shares them when it can), run the shared
         # path on world 0's; otherwise vmap the one-world sweeps.
         # (vmapping ``run`` here would re-enter this rule.)
-        axes = [0 if b else None for b in in_batched]
-        first = [i[0] if b else i for i, b in zip(idx, in_batched[:NIDX])]
-        same = jnp.all(jnp.stack([jnp.all(i == i[:1]) for i, b in zip(idx, in_batched[:NIDX])
-                                  if b]))
+        same = jnp.all(jnp.stack([jnp.all(i == i[:1]) for i in batched]))
+        axes = jax.tree.map(lambda b: 0 if b else None, (idx_b, data_b))
         # (the fallback is not unrolled: it is the rare path, and compile time counts)
         out = jax.lax.cond(same, lambda _: shared(first),
-                           lambda _: jax.vmap(lambda *a: one_world(a, unroll=1),
-                                              in_axes=axes)(*args), None)
+                           lambda _: jax.vmap(lambda i, d: one_world(i, d, unroll=1),
+                                              in_axes=axes)(idx, data), None)
         return out, (True, True, True)
 
-    def differentiable(*args):
-        return one_world(args, static=True)
+    def differentiable(idx, data):
+        return one_world(idx, data, static=True)
 
     @jax.custom_jvp
-    def solve(*args):
-        return run(*args)
+    def solve(idx, data):
+        return run(idx, data)
 
     @solve.defjvp
     def solve_jvp(primals, tangents):
