@@ -31,6 +31,9 @@ axis W). :func:`solver` wraps one into a function of one world's rows that:
   reverse mode of its own.
 
 Every path feeds the same rows to the same update (:mod:`jaxode.sim.solver.core`).
+The contact rows may come as their source (:class:`Inputs` ``contacts``, from the
+solve stage): :func:`_problem` then builds them with
+:func:`jaxode.sim.constraint.rows_of` on the world-minor data, on every path.
 """
 from __future__ import annotations
 
