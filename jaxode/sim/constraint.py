@@ -81,8 +81,9 @@ def _opt(x, shape_like):
 # either layout and in any batch.
 
 def _dot3(a: jax.Array, b: jax.Array) -> jax.Array:
-    """Dot product over the component axis 1 (adds in component order)."""
-    return a[:, 0] * b[:, 0] + a[:, 1] * b[:, 1] + a[:, 2] * b[:, 2]
+    """Dot product over the component axis 1 (:func:`jaxode.sim.math.sum_terms`:
+    adds in component order)."""
+    return jm.sum_terms(a * b, 1)
 
 
 def _cross3(a: jax.Array, b: jax.Array) -> jax.Array:
