@@ -4,7 +4,8 @@ JAX compile time dominates this suite. XLA's CPU backend optimisation level 0 an
 the older (non-"fusion emitter") CPU code generator (jaxlib < 0.11 only, see
 fast_compile.py) compile about 1.5-2.5x faster
 and change no semantics (the ODE conformance tests agree to the same rounding);
-they make the compiled code somewhat slower, which no test measures. A user's
+they make the compiled code slower, which no test measures (the two tests whose
+programs run longer than they compile ask for level 2: fast_compile.RUN_HEAVY). A user's
 XLA_FLAGS are kept; ours are only added when the flag is not set already.
 """
 import os

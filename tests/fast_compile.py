@@ -6,7 +6,8 @@ conftest.py). jaxlib 0.11 removed the older generator: its switch
 ``xla_cpu_use_fusion_emitters`` is then an unknown flag, fatal in ``XLA_FLAGS``
 and "No such compile option" in ``compiler_options``, so it is only used below
 0.11. ``OPTIONS`` is for ``jax.jit(..., compiler_options=OPTIONS)``, ``XLA_FLAGS``
-for the environment (conftest.py).
+for the environment (conftest.py); ``RUN_HEAVY`` for the few tests whose compiled
+program runs longer than it compiles.
 """
 from __future__ import annotations
 

@@ -28,11 +28,11 @@ H = 0.01
 N = 40  # steps of the smooth scene (0.4 s: the box is still sliding)
 LAYER = 1e-3  # contact surface layer: keeps the box's contacts in (no flicker)
 ITER = 100  # QuickStep iterations: PGS converged, so a held motor runs exactly at its target
-from fast_compile import RUN_HEAVY as _COMPILE_OPTIONS  # noqa: E402
+from fast_compile import RUN_HEAVY  # noqa: E402
 
 
 def _jit(fn):
-    return jax.jit(fn, compiler_options=_COMPILE_OPTIONS)
+    return jax.jit(fn, compiler_options=RUN_HEAVY)
 
 
 
