@@ -3,11 +3,11 @@
 ``jaxode.sim.batch_rules`` lets a vmapped batch share contact-slot indices (the
 union of the worlds' contacts, when it fits the capacity) and skip a pair kind
 with no overlapping pair in any world. Neither may change a world's result.
-Truth: the same world stepped alone (unbatched jit), in float64 so that XLA's
-different vectorisation of the batch leaves only 1e-12-level differences.
+Truth: the same world stepped alone (unbatched jit), bit for bit (float64).
 Cases: the union fits (shared indices, the solver's shared-row path), the union
-overflows the capacity (each world its own indices: the gather/scatter path),
-and a box-box pair overlapping in one world only (the pair kind runs for all).
+overflows the capacity (each world its own indices: the solver reads its bodies
+per world, untiled and in tiles of 2 worlds, one padded), and a box-box pair
+overlapping in one world only (the pair kind runs for all).
 """
 from __future__ import annotations
 
@@ -54,25 +54,31 @@ def runs():
     with jax.enable_x64(True):
         model = _model()
         one = jax.jit(lambda s: jaxode.rollout(model, s, STEPS, H)[0])
-        many = jax.jit(jax.vmap(lambda s: jaxode.rollout(model, s, STEPS, H)[0]))
+        tiled = model.replace(batch_tile=2)
+
+        def many(m):
+            return jax.jit(jax.vmap(lambda s: jaxode.rollout(m, s, STEPS, H)[0]))
+
         out = {}
         for case, heights in HEIGHTS.items():
             # box pair: apart in worlds 0, 1; pressed together (0.19 m apart) in world 2
             worlds = [_states(model, h, gap) for h, gap in zip(heights, (0.5, 0.5, 0.19))]
-            batched = many(jax.tree.map(lambda *a: jax.numpy.stack(a), *worlds))
-            alone = [one(w) for w in worlds]
-            out[case] = (jax.tree.map(np.asarray, batched), [jax.tree.map(np.asarray, a)
-                                                             for a in alone])
+            stacked = jax.tree.map(lambda *a: jax.numpy.stack(a), *worlds)
+            alone = [jax.tree.map(np.asarray, one(w)) for w in worlds]
+            out[case] = (jax.tree.map(np.asarray, many(model)(stacked)), alone)
+            if case == "union overflows":
+                out[case + ", tiles of 2"] = (jax.tree.map(np.asarray, many(tiled)(stacked)),
+                                              alone)
         return out
 
 
-@pytest.mark.parametrize("case", list(HEIGHTS))
+@pytest.mark.parametrize("case", list(HEIGHTS) + ["union overflows, tiles of 2"])
 def test_batched_worlds_step_as_alone(runs, case):
     batched, alone = runs[case]
     for w, ref in enumerate(alone):
         for field in ("pos", "quat", "vel", "angvel"):
-            np.testing.assert_allclose(getattr(batched, field)[w], getattr(ref, field),
-                                       rtol=0, atol=1e-12, err_msg=f"{case}: world {w} {field}")
+            a, b = getattr(batched, field)[w], getattr(ref, field)
+            assert np.array_equal(a, b), (case, w, field, np.abs(a - b).max())
         assert int(batched.ncontact[w]) == int(ref.ncontact)
         assert int(batched.overflow_contacts[w]) == int(ref.overflow_contacts) == 0
         # the same contacts, as sets (their slots may differ: shared slots leave gaps)

@@ -101,8 +101,7 @@ def test_tiled_solve_is_bitwise_the_untiled_one_and_each_world_alone(name, x64):
             assert a.dtype == dtype and np.array_equal(a, b), np.abs(a - b).max()
         alone = jax.jit(_solve(name, 3, st[5]), compiler_options=_FAST)
         for k in (0, W - 1):  # the first world and the last (in the padded tile)
-            # a vmap of one, and the world solved without vmap (the per-world
-            # fallback a batch takes when its worlds' body indices differ)
+            # a vmap of one, and the world solved without vmap
             one = [np.asarray(o)[0] for o in f(*_stack(worlds[k:k + 1]), sor[k:k + 1])]
             mine = [np.asarray(o) for o in alone(*worlds[k], sor[k])]
             for a, c, b in zip(one, mine, out[3]):

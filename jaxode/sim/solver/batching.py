@@ -23,8 +23,15 @@ axis W). :func:`solver` wraps one into a function of one world's rows that:
   function instead of ~6 kernels per row, each a pass over the whole world
   axis (bench/RESULTS.md, session 14). Each world's rows are updated in the
   same order with the same arithmetic: bitwise the untiled result. If the
-  worlds' body indices differ, each world runs its own one-world sweeps
-  (plain vmap: gathers and scatters per world);
+  worlds' body indices differ (their contacts overflow the shared slots), the
+  same world-minor sweeps run on each world's own indices: the contact rows
+  built per world, the bodies gathered and scattered per (body, world) pair
+  (:func:`jaxode.sim.solver.core.take_bodies`, ``per_world`` in
+  :mod:`jaxode.sim.solver.core`); ``colored`` then colours a unit with a colour
+  free on its bodies in every world. Bitwise the world alone still; ~2-4x
+  the shared path's time per step (session 20: boxes 4,717 against 18,211
+  world-steps/s at 1024 worlds on one device; the one-world sweeps vmapped,
+  before, ran 704);
 - **under differentiation** (``jax.jvp``, ``jax.grad``, forward and reverse)
   runs the one-world sweeps through JAX's own rules (``colored`` with a
   static phase count, so reverse mode can differentiate it); custom_vmap has no
@@ -130,21 +137,35 @@ def _rows(b1, b2, d) -> Rows:
     return Rows(b1, b2, j1, j2, c, cfm, lo, hi, None, active)
 
 
-def _problem(idx, data, block: int) -> Problem:
+def _problem(idx, data, block: int, per_world: bool = False) -> Problem:
     """Prepare world-minor ``data`` (every array with a trailing world axis W),
-    building the contact rows first where they come as a source."""
+    building the contact rows first where they come as a source. ``idx``: shared
+    by the worlds, or with ``per_world`` (static) laid out like ``data`` (each
+    world's own body indices, flags and contact slots; the step number stays
+    shared): the contact rows are then built per world (``vmap`` over the
+    world axis) and every solver reads its bodies per world
+    (:func:`jaxode.sim.solver.core.take_bodies`, :func:`jaxode.sim.solver.core.read`)."""
     hr = _rows(*idx["head"], data["head"])
     if "contacts" in idx:
-        src = constraint.ContactSource(**idx["contacts"], **data["contacts"])
-        ch, tr, cone = constraint.rows_of(src, data["surface"], angular=block == 5)
-        enabled = data["enabled"]
-        if enabled is not None:
-            ch = ch._replace(active=ch.active & autodisable.row_mask(enabled, ch.body1, ch.body2))
-            tr = tr._replace(active=tr.active & autodisable.row_mask(enabled, tr.body1, tr.body2))
+        def contact_rows(ix, dx, surface, enabled):
+            src = constraint.ContactSource(**ix, **dx)
+            ch, tr, cone = constraint.rows_of(src, surface, angular=block == 5)
+            if enabled is not None:
+                ch = ch._replace(active=ch.active & autodisable.row_mask(enabled, ch.body1,
+                                                                         ch.body2))
+                tr = tr._replace(active=tr.active & autodisable.row_mask(enabled, tr.body1,
+                                                                         tr.body2))
+            return ch, tr, cone
+
+        build = jax.vmap(contact_rows, in_axes=-1, out_axes=-1) if per_world else contact_rows
+        ch, tr, cone = build(idx["contacts"], data["contacts"], data["surface"],
+                             data["enabled"])
         nj = hr.body1.shape[0]
         hr = Rows(*(None if f == "findex" else jnp.concatenate([getattr(hr, f), getattr(ch, f)])
                     for f in Rows._fields))
-        fidx = jnp.where(tr.findex >= 0, tr.findex + nj, 0)
+        # a tail row's friction index is its slot's normal row (where it has one:
+        # ``pyr``), the same for every world
+        fidx = nj + jnp.arange(tr.findex.shape[0], dtype=jnp.int32) // block
         pyr = tr.findex >= 0
     else:
         tr = _rows(*idx["tail"], data["tail"])
@@ -155,7 +176,6 @@ def _problem(idx, data, block: int) -> Problem:
     tail = core.prepare(tr, inv_mass, inv_inertia, rhs_body, h, sor)
     fc0 = jnp.zeros_like(rhs_body)
     return Problem(head, tail, fidx, pyr, cone, hr.active, tr.active, fc0, idx["step"], order)
-
 
 
 # The world axis is at least this wide (one world is run twice): with a
@@ -228,23 +248,41 @@ def solver(sweeps, iterations: int, block: int, cone: bool, tile: int = AUTO, **
     @run.def_vmap
     def rule(axis_size, in_batched, idx, data):
         idx_b, data_b = in_batched
+        step = idx["step"]
+        if idx_b["step"]:
+            # One step number for the batch (world 0's), as ODE's one global
+            # generator serves every world: the row order stays shared.
+            step = step[0]
+        idx = {k: v for k, v in idx.items() if k != "step"}
+        idx_b = {k: v for k, v in idx_b.items() if k != "step"}
 
-        def shared(idx):
+        def batch(idx, per_world: bool):
+            """The sweeps of the whole batch: ``data`` world-minor, ``idx`` shared
+            or, with ``per_world``, laid out like it (each world's own)."""
+            ix_b = idx_b if per_world else jax.tree.map(lambda _: False, idx_b)
             t = tile_worlds(tile, axis_size)
             if t:
-                return _tiled(idx, t)
-            wm = jax.tree.map(lambda d, b: _to_world_minor(d, b, axis_size), data, data_b)
-            if axis_size < MIN_WORLDS:
-                wm = jax.tree.map(lambda d: jnp.concatenate([d] * MIN_WORLDS, axis=-1), wm)
+                return _tiled(idx, ix_b, per_world, t)
+
+            def lay(d, b):
+                d = _to_world_minor(d, b, axis_size)
+                if axis_size < MIN_WORLDS:
+                    d = jnp.concatenate([d] * MIN_WORLDS, axis=-1)
+                return d
+
+            wm = jax.tree.map(lay, data, data_b)
+            if per_world:
+                idx = jax.tree.map(lay, idx, ix_b)
             # The world-minor copies are made once, here: without the barrier XLA
             # fuses each transpose into every consumer of the rows (the Jacobian
             # is read by five of preparation's kernels), each then reading the
             # batch-major input at a stride of a world's row table.
             wm = barrier(wm)
-            out = sweeps(_problem(idx, wm, block), iterations, block, cone, live=True, **options)
+            p = _problem({**idx, "step": step}, wm, block, per_world)
+            out = sweeps(p, iterations, block, cone, live=True, **options)
             return tuple(jnp.moveaxis(o[..., :axis_size], -1, 0) for o in out)
 
-        def _tiled(idx, t):
+        def _tiled(idx, ix_b, per_world, t):
             # the batch in tiles of t worlds, (tiles, ..., t), swept one tile after another
             n = -(-axis_size // t)
 
@@ -268,7 +306,12 @@ def solver(sweeps, iterations: int, block: int, cone: bool, tile: int = AUTO, **
             # 1024 worlds, one device: solve 69 -> 60 ms, stack 185 -> 170).
             # (A solver's own set-up, pgs' padding and live counts, made the
             # same way ran slower: boxes 52 -> 65 ms.)
-            ready = jax.vmap(lambda tile: _problem(idx, tile, block))(wm)
+            if per_world:
+                it = jax.tree.map(tiles, idx, ix_b)
+                ready = jax.vmap(lambda i, d: _problem({**i, "step": step}, d, block, True)
+                                 )(it, wm)
+            else:
+                ready = jax.vmap(lambda d: _problem({**idx, "step": step}, d, block))(wm)
 
             def one_tile(p):
                 return sweeps(p, iterations, block, cone, live=True, **options)
@@ -277,28 +320,19 @@ def solver(sweeps, iterations: int, block: int, cone: bool, tile: int = AUTO, **
             return tuple(jnp.moveaxis(o, -1, 0).reshape((n * t,) + o.shape[1:-1])[:axis_size]
                          for o in out)
 
-        if idx_b["step"]:
-            # One step number for the batch (world 0's), as ODE's one global
-            # generator serves every world: the row order stays shared.
-            idx = {**idx, "step": idx["step"][0]}
-            idx_b = {**idx_b, "step": False}
         batched = [i for i, b in zip(jax.tree.leaves(idx), jax.tree.leaves(idx_b)) if b]
         if not batched:
-            return shared(idx), (True, True, True)
+            return batch(idx, False), (True, True, True)
         first = jax.tree.map(lambda i, b: i[0] if b else i, idx, idx_b)
         if axis_size == 1:
-            # one world: its indices are trivially shared (no fallback to compile)
-            return shared(first), (True, True, True)
+            # one world: its indices are trivially shared (no second path to compile)
+            return batch(first, False), (True, True, True)
         # Per-world indices (contact compaction): if every world has the same
-        # ones (batch_rules.compact shares them when it can), run the shared
-        # path on world 0's; otherwise vmap the one-world sweeps.
-        # (vmapping ``run`` here would re-enter this rule.)
+        # ones (batch_rules.compact shares them when it can), run on world 0's,
+        # shared; otherwise on each world's own (gathers per world in the rows
+        # and the sweeps; the same rows, order and arithmetic per world).
         same = jnp.all(jnp.stack([jnp.all(i == i[:1]) for i in batched]))
-        axes = jax.tree.map(lambda b: 0 if b else None, (idx_b, data_b))
-        # (the fallback is not unrolled: it is the rare path, and compile time counts)
-        out = jax.lax.cond(same, lambda _: shared(first),
-                           lambda _: jax.vmap(lambda i, d: one_world(i, d, unroll=1),
-                                              in_axes=axes)(idx, data), None)
+        out = jax.lax.cond(same, lambda _: batch(first, False), lambda _: batch(idx, True), None)
         return out, (True, True, True)
 
     def differentiable(idx, data):

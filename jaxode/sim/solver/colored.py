@@ -55,26 +55,42 @@ def colour(b1: jax.Array, b2: jax.Array, active: jax.Array, static_body: int,
     body ``b1`` or ``b2`` (``static_body`` is shared freely); if all
     ``colours`` are taken it gets phase ``colours + k`` (the k-th such unit),
     a phase of its own. Inactive units get a phase past every real one.
-    Phases in use are 0 .. P-1 without gaps.
+    Phases in use are 0 .. P-1 without gaps. Body indices (R,) shared by the
+    worlds, or (R, W) each world's own: a unit's colour is then one free on
+    its bodies in every world (one phase structure for the batch, and in each
+    world a phase's units share no moving body).
     """
     n = b1.shape[0]
     nb = static_body + 1
     never = jnp.int32(colours + n)
+    ws = b1.shape[1:]                                   # () or (W,)
+    aw = jnp.arange(ws[0]) if ws else None
 
     def body(i, carry):
         used, phase, nover = carry
         a, b = b1[i], b2[i]
-        free = ~(used[a] | used[b])
+        if ws:      # used (nb, colours, W): read (W, colours) per world
+            ua, ub = used[a, :, aw], used[b, :, aw]
+            free = ~jnp.any(ua | ub, axis=0)
+        else:
+            ua, ub = used[a], used[b]
+            free = ~(ua | ub)
         c = jnp.argmax(free).astype(jnp.int32)
         ok = free[c]
         act = active[i]
         ph = jnp.where(act, jnp.where(ok, c, colours + nover), never)
         bit = (jnp.arange(colours) == c) & ok & act
-        used = used.at[a].set(used[a] | (bit & (a != static_body)))
-        used = used.at[b].set(used[b] | (bit & (b != static_body)))
+        # (a == b only for the static world, which is never marked)
+        mark_a = (a != static_body)[..., None] & bit
+        mark_b = (b != static_body)[..., None] & bit
+        if ws:
+            used = used.at[a, :, aw].set(ua | mark_a).at[b, :, aw].set(ub | mark_b)
+        else:
+            used = used.at[a].set(ua | mark_a).at[b].set(ub | mark_b)
         return used, phase.at[i].set(ph), nover + (act & ~ok).astype(jnp.int32)
 
-    init = (jnp.zeros((nb, colours), bool), jnp.full((n,), never, jnp.int32), jnp.int32(0))
+    init = (jnp.zeros((nb, colours) + ws, bool), jnp.full((n,), never, jnp.int32),
+            jnp.int32(0))
     return jax.lax.fori_loop(0, n, body, init)[1]
 
 
@@ -125,6 +141,7 @@ def sweeps(p, iterations: int, block: int, cone: bool, static: bool = False,
     nc = nt // block
     w = p.fc0.shape[-1]
     dtype = p.fc0.dtype
+    pw = h.b1.ndim == 2          # each world's own body indices (R, W) (core.read)
 
     # Head: one unit per row.
     wh = max(1, min(nh, ndyn))
@@ -138,7 +155,7 @@ def sweeps(p, iterations: int, block: int, cone: bool, static: bool = False,
         live = (jnp.arange(wh) < oh.start[q + 1] - s)[:, None]
         lam_q = jax.lax.dynamic_slice_in_dim(lam, s, wh)
         fc, new = core.row_update(fc, r.b1, r.b2, r.j1, r.j2, r.imj1, r.imj2, r.rhs, r.cfm,
-                                  lam_q, r.lo, r.hi, live)
+                                  lam_q, r.lo, r.hi, live, per_world=pw)
         return fc, jax.lax.dynamic_update_slice_in_dim(lam, new, s, 0)
 
     # Tail: one unit per contact (its block of rows), arrays (K, contacts, ...).
@@ -148,11 +165,16 @@ def sweeps(p, iterations: int, block: int, cone: bool, static: bool = False,
             return jnp.moveaxis(x.reshape((nc, block) + x.shape[1:]), 1, 0)
 
         tact = jnp.any(jnp.any(p.tail_active, axis=-1).reshape(nc, block), axis=1)
-        b1c, b2c = t.b1.reshape(nc, block)[:, 0], t.b2.reshape(nc, block)[:, 0]
-        ot = order_of(colour(b1c, b2c, tact, ndyn, colours), colours)
+        def first(b):
+            return b.reshape((nc, block) + b.shape[1:])[:, 0]
+
+        def flags(f):
+            return f if f.ndim == 2 else f[:, None]
+
+        ot = order_of(colour(first(t.b1), first(t.b2), tact, ndyn, colours), colours)
         ts = Block(*(_sorted(kmajor(a), ot.order, wt, axis=1) for a in t),
-                   _sorted(kmajor(p.pyramid[:, None]), ot.order, wt, axis=1),
-                   _sorted(kmajor(p.cone_row[:, None]), ot.order, wt, axis=1))
+                   _sorted(kmajor(flags(p.pyramid)), ot.order, wt, axis=1),
+                   _sorted(kmajor(flags(p.cone_row)), ot.order, wt, axis=1))
         fidx_sorted = _sorted(kmajor(oh.inverse[p.fidx]), ot.order, wt, axis=1)
 
     def tail_phase(lam_h, q, carry):
@@ -161,8 +183,9 @@ def sweeps(p, iterations: int, block: int, cone: bool, static: bool = False,
         u = Block(*(jax.lax.dynamic_slice_in_dim(a, s, wt, axis=1) for a in ts))
         live = (jnp.arange(wt) < ot.start[q + 1] - s)[:, None]
         lam_q = jax.lax.dynamic_slice_in_dim(lam, s, wt, axis=1)
-        lam_n = jnp.take(lam_h, jax.lax.dynamic_slice_in_dim(fidx_sorted, s, wt, axis=1), axis=0)
-        fc, new = core.block_update(fc, u, lam_q, lam_n, cone, live)
+        fi = jax.lax.dynamic_slice_in_dim(fidx_sorted, s, wt, axis=1)   # (K, wt[, W])
+        lam_n = lam_h[fi, jnp.arange(w)] if fi.ndim == 3 else jnp.take(lam_h, fi, axis=0)
+        fc, new = core.block_update(fc, u, lam_q, lam_n, cone, live, per_world=pw)
         return fc, jax.lax.dynamic_update_slice_in_dim(lam, new, s, 1)
 
     def sweep(_, carry):

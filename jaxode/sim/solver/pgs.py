@@ -135,11 +135,11 @@ def _box_split(h, t, pyramid, block: int):
     nt = t.b1.shape[0]
     nc = nt // block
     nj = h.b1.shape[0] - nc
-    k = jnp.arange(nt) % block
-    box = (~pyramid) & (k < 2)                                   # (Rt,)
+    box = _box_rows(pyramid, block)                              # (Rt[, W])
 
     def keep(a, m):
-        m = m.reshape(m.shape + (1,) * (a.ndim - 1))
+        # m (Rt,) shared or (Rt, W) per world; a (Rt, ..., W)
+        m = m.reshape(m.shape[:1] + (1,) * (a.ndim - m.ndim) + m.shape[1:])
         return jnp.where(m, a, jnp.zeros((), a.dtype))
 
     def first2(a):
@@ -151,6 +151,19 @@ def _box_split(h, t, pyramid, block: int):
     unit = core.Prepared(*(jnp.concatenate([n[:, None], b], axis=1) for n, b in zip(hn, boxed)))
     hj = core.Prepared(*(a[:nj] for a in h))
     return hj, unit, tail
+
+
+def _box_rows(pyramid, block: int):
+    """(Rt[, W]) bool: the tail rows that are box-model friction rows (a contact's
+    first two rows without a friction index; ``pyramid`` (Rt,) or per world (Rt, W))."""
+    nt = pyramid.shape[0]
+    return (~pyramid) & (jnp.arange(nt) % block < 2).reshape((nt,) + (1,) * (pyramid.ndim - 1))
+
+
+def _box_split_mask(pyramid, block: int):
+    """(contacts, 2[, W]) bool: :func:`_box_rows` per contact."""
+    box = _box_rows(pyramid, block)
+    return box.reshape((pyramid.shape[0] // block, block) + pyramid.shape[1:])[:, :2]
 
 
 def sweeps(p, iterations: int, block: int, cone: bool, live: bool = False,
@@ -177,12 +190,13 @@ def sweeps(p, iterations: int, block: int, cone: bool, live: bool = False,
         return ode_sweeps(p, iterations, block, unroll=unroll, static=static)
     h, t = p.head, p.tail
     fidx, pyramid, cone_row = p.fidx, p.pyramid, p.cone_row
+    pw = h.b1.ndim == 2          # each world's own body indices (R, W) (core.read)
     nt0 = t.b1.shape[0]
     cu = None
     if box_head and nt0:
         h, cu, t = _box_split(h, t, pyramid, block)
         nc0 = cu.b1.shape[0]
-        box = ((~pyramid) & (jnp.arange(nt0) % block < 2)).reshape(nc0, block)[:, :2]
+        box = _box_split_mask(pyramid, block)
     nh0 = h.b1.shape[0]
     if live:
         # Whole loop trips with dynamic trip counts: pad once with no-op units.
@@ -216,7 +230,7 @@ def sweeps(p, iterations: int, block: int, cone: bool, live: bool = False,
     def head_row(fc, x):
         r, lam = x
         return core.row_update(fc, r.b1, r.b2, r.j1, r.j2, r.imj1, r.imj2, r.rhs, r.cfm, lam,
-                               r.lo, r.hi)
+                               r.lo, r.hi, per_world=pw)
 
     def contact_unit(fc, x):
         # normal row, then the box rows (bounds +-mu: no friction index)
@@ -224,7 +238,8 @@ def sweeps(p, iterations: int, block: int, cone: bool, live: bool = False,
         new = []
         for k in range(3):
             fc, lk = core.row_update(fc, r.b1[k], r.b2[k], r.j1[k], r.j2[k], r.imj1[k],
-                                     r.imj2[k], r.rhs[k], r.cfm[k], lam[k], r.lo[k], r.hi[k])
+                                     r.imj2[k], r.rhs[k], r.cfm[k], lam[k], r.lo[k], r.hi[k],
+                                     per_world=pw)
             new.append(lk)
         return fc, jnp.stack(new)
 
@@ -233,15 +248,20 @@ def sweeps(p, iterations: int, block: int, cone: bool, live: bool = False,
         # (a gather of the whole (Rt, W) table per sweep cost more than the
         # tail's updates on CPU)
         u, lam, fi = x
-        if lam_hh.shape[0]:
+        if not lam_hh.shape[0]:
+            lam_n = jnp.zeros_like(lam)
+        elif fi.ndim == 2:      # (K, W): each world's own friction index
+            lam_n = lam_hh[fi, jnp.arange(w)]
+        else:
             lam_n = jnp.stack([jax.lax.dynamic_index_in_dim(lam_hh, fi[k], 0, keepdims=False)
                                for k in range(fi.shape[0])])
-        else:
-            lam_n = jnp.zeros_like(lam)
-        return core.block_update(fc, u, lam, lam_n, cone)
+        return core.block_update(fc, u, lam, lam_n, cone, per_world=pw)
 
-    tail_units = Block(*(blocks(a) for a in t), blocks(pyramid[:, None]),
-                       blocks(cone_row[:, None])) if nt else None
+    def flags(f):
+        return f if f.ndim == 2 else f[:, None]
+
+    tail_units = Block(*(blocks(a) for a in t), blocks(flags(pyramid)),
+                       blocks(flags(cone_row))) if nt else None
 
     lengths, orders = permutations(iterations, min(reorder, nh0), p.step, seed)
     if orders is None:
@@ -316,7 +336,7 @@ def sweeps(p, iterations: int, block: int, cone: bool, live: bool = False,
         return lam_h[:nh0], lam_t[:nt0], fc
     lam_head = jnp.concatenate([lam_h[:nh0], lam_c[:nc0, 0]], axis=0)
     lt = lam_t[:nt0].reshape((nc0, block, w))
-    first = jnp.where(box[..., None], lam_c[:nc0, 1:], lt[:, :2])
+    first = jnp.where(box if box.ndim == 3 else box[..., None], lam_c[:nc0, 1:], lt[:, :2])
     lam_tail = jnp.concatenate([first, lt[:, 2:]], axis=1).reshape((nt0, w))
     return lam_head, lam_tail, fc
 
@@ -348,8 +368,10 @@ def ode_sweeps(p, iterations: int, block: int, unroll: int = UNROLL, static: boo
     dtype = p.fc0.dtype
     aw = jnp.arange(w)
     u = core.Prepared(*(jnp.concatenate([a, b], axis=0) for a, b in zip(h, t)))
-    hasf = jnp.concatenate([jnp.zeros((nh,), bool), p.pyramid])
-    fidx = jnp.concatenate([jnp.zeros((nh,), jnp.int32), p.fidx.astype(jnp.int32)])
+    # friction flags and indices: shared (M,) or, with per-world rows, (M, W)
+    hasf = jnp.concatenate([jnp.zeros((nh,) + p.pyramid.shape[1:], bool), p.pyramid])
+    fidx = jnp.concatenate([jnp.zeros((nh,) + p.fidx.shape[1:], jnp.int32),
+                            p.fidx.astype(jnp.int32)])
     active = jnp.concatenate([p.head_active, p.tail_active], axis=0)
     count = None if static else jnp.max(jnp.sum(active, axis=0, dtype=jnp.int32))
     npad = n + (-n % unroll)
@@ -376,8 +398,8 @@ def ode_sweeps(p, iterations: int, block: int, unroll: int = UNROLL, static: boo
         inv = jnp.zeros_like(o).at[o, aw].set(
             jnp.broadcast_to(jnp.arange(n, dtype=o.dtype)[:, None], o.shape))
         xs = [gather(a, o) for a in u]
-        fpos = jnp.take_along_axis(inv, fidx[o], axis=0)
-        xs = xs + [hasf[o], fpos]
+        fpos = jnp.take_along_axis(inv, gather(fidx, o), axis=0)
+        xs = xs + [gather(hasf, o), fpos]
         if npad > n:
             xs = [_pad_rows(a, unroll) for a in xs]
         xs = [jnp.arange(npad, dtype=jnp.int32)] + xs
