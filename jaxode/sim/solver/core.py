@@ -101,11 +101,12 @@ def take_bodies(table: jax.Array, b: jax.Array) -> jax.Array:
 
 def _take_per_world(table: jax.Array, b: jax.Array) -> jax.Array:
     """``table[b[..., w], ..., w]`` for ``table`` (B, *mid, W) and ``b`` (*lead, W):
-    (*lead, *mid, W). (Measured slower in boxes' sweeps: a one-dimensional gather
-    at linear indices, 3.6x; a gather batched over the world axis, 2.8x; and for
-    :func:`write`, a select over every body instead of the scatter-add, 3x,
-    though it lets XLA CPU compile the row loop as one function.)"""
-    if table.ndim == 3 and b.ndim <= 2:    # fc (B, 6, W): advanced indexing
+    (*lead, *mid, W). (Measured slower in boxes' sweeps, bench/RESULTS.md session
+    20: a one-dimensional gather at linear indices, ~3.8x; a gather batched over
+    the world axis, ~2.9x; and for :func:`write`, a select over every body
+    instead of the scatter-add, ~3x, though XLA CPU can then compile the row
+    loop as one function.)"""
+    if table.ndim == 3:    # (B, 6, W) (fc, rhs_body): advanced indexing
         return jnp.swapaxes(table[b, :, jnp.arange(table.shape[-1])], -1, -2)
     idx = b.reshape(b.shape[:1] + (1,) * (table.ndim - 2) + b.shape[1:])
     return jnp.take_along_axis(table, jnp.broadcast_to(idx, b.shape[:1] + table.shape[1:]),
