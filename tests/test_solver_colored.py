@@ -167,6 +167,45 @@ def test_colouring_is_proper_and_phases_are_contiguous(seed, x64):
     assert len(over) == len(set(over))
 
 
+@pytest.mark.parametrize("seed", [0, 1])
+def test_colouring_with_each_worlds_own_bodies(seed, x64):
+    """Worlds whose units sit on different bodies (contacts in different slots)
+    share one colouring: a unit takes the smallest colour free on its bodies in
+    every world (written out below), so in each world a phase's units share no
+    moving body; identical worlds colour as the shared indices do."""
+    rng = np.random.default_rng(seed)
+    n, w = 120, 5
+    b1 = rng.integers(0, NB + 1, (n, w))
+    b2 = np.where(rng.random((n, w)) < 0.3, NB, rng.integers(0, NB + 1, (n, w)))
+    b2 = np.where(b2 == b1, NB, b2)
+    active = rng.random(n) < 0.8
+    phase = np.asarray(solver_colored.colour(jnp.asarray(b1), jnp.asarray(b2),
+                                             jnp.asarray(active), NB, colours=n))
+    used = [[set() for _ in range(NB + 1)] for _ in range(w)]
+    want = np.full(n, -1)
+    for i in np.flatnonzero(active):
+        taken = set().union(*(used[k][b] for k in range(w) for b in (b1[i, k], b2[i, k])
+                              if b != NB))
+        want[i] = next(c for c in range(n + 1) if c not in taken)
+        for k in range(w):
+            for b in (b1[i, k], b2[i, k]):
+                if b != NB:
+                    used[k][b].add(want[i])
+    assert np.array_equal(phase[active], want[active])
+    for k in range(w):
+        for p in np.unique(phase[active]):
+            rows = np.flatnonzero(active & (phase == p))
+            moving = np.concatenate([b1[rows, k], b2[rows, k]])
+            moving = moving[moving != NB]
+            assert len(moving) == len(set(moving)), (k, p)
+    same = np.asarray(solver_colored.colour(jnp.asarray(np.repeat(b1[:, :1], w, 1)),
+                                            jnp.asarray(np.repeat(b2[:, :1], w, 1)),
+                                            jnp.asarray(active), NB, colours=n))
+    shared = np.asarray(solver_colored.colour(jnp.asarray(b1[:, 0]), jnp.asarray(b2[:, 0]),
+                                              jnp.asarray(active), NB, colours=n))
+    assert np.array_equal(same, shared)
+
+
 @pytest.mark.parametrize("seed", [2, 3])
 @pytest.mark.parametrize("iterations", [1, 3])
 def test_sweeps_are_gauss_seidel_in_colour_order(seed, iterations, x64):
