@@ -4,9 +4,10 @@ A batch's solve may run tile after tile of T worlds (the last tile padded):
 each world's rows are the same rows updated in the same order with the same
 arithmetic, so the tiled solve must give every world's lambdas and forces
 bitwise as the untiled one, as the world solved in a vmap of one (a batch no
-larger than the tile is untiled) and as the world solved without vmap (the
-one-world path, which a batch also takes when its worlds' body indices
-differ). Truth: the untiled batch and the world on its own, as in
+larger than the tile is untiled) and as the world solved without vmap; and
+worlds with their own body indices and friction kinds per row (the path a
+batch takes when its worlds' contacts lie in different slots) each as alone.
+Truth: the untiled batch and the world on its own, as in
 tests/test_batch_invariance.py.
 """
 import jax
@@ -26,15 +27,16 @@ H = 0.01
 W = 7             # worlds: tiles of 3 leave a remainder of one
 
 
-def _structure(seed=3, n_joint=4, n_contact=6, block=2):
-    """Body indices and row kinds shared by the batch (joint rows first)."""
+def _structure(seed=3, n_joint=4, n_contact=6, block=2, shift=0):
+    """Body indices and row kinds shared by the batch (joint rows first); ``shift``
+    moves which contacts have box friction."""
     rng = np.random.default_rng(seed)
     pj = [tuple(rng.choice(NB, 2, replace=False)) for _ in range(n_joint // 2)]
     pc = [(int(rng.integers(NB)), NB) for _ in range(n_contact // 2)] + \
         [tuple(int(x) for x in rng.choice(NB, 2, replace=False)) for _ in range(n_contact // 2)]
     b1 = np.array([p[0] for p in pj for _ in (0, 1)] + [p[0] for p in pc], np.int32)
     b2 = np.array([p[1] for p in pj for _ in (0, 1)] + [p[1] for p in pc], np.int32)
-    pyramid = np.arange(n_contact) % 3 != 2          # the third contact: box friction
+    pyramid = (np.arange(n_contact) + shift) % 3 != 2    # every third contact: box friction
     findex = np.where(np.repeat(pyramid, block),
                       np.repeat(n_joint + np.arange(n_contact), block), -1).astype(np.int32)
     tb1, tb2 = np.repeat(b1[n_joint:], block), np.repeat(b2[n_joint:], block)
@@ -156,3 +158,33 @@ def test_tiled_batch_steps_each_world_as_alone():
             a, b_ = np.asarray(getattr(alone, name)), np.asarray(getattr(traj, name))[k]
             assert np.array_equal(a, b_), (k, name, np.abs(a - b_).max())
     assert not np.array_equal(np.asarray(traj.pos)[0], np.asarray(traj.pos)[4])
+
+
+@pytest.mark.parametrize("tile", [0, 3])
+def test_worlds_with_their_own_rows_solve_as_alone(tile):
+    """A batch whose worlds have their own body indices and friction kinds per row
+    (as contacts compacted into different slots) runs the world-minor sweeps on
+    each world's own indices (jaxode/sim/solver/batching.py), untiled and in tiles
+    (the last padded): each world's lambdas and forces bitwise as solved alone."""
+    worlds = []
+    for k in range(W):
+        st = _structure(seed=10 + k, shift=k // 3)   # tile j holds worlds j, j + 3, j + 6
+        head, tail, *rest = _world(k, st, jnp.float32)
+        as_data = dict(body1=jnp.asarray(head.body1), body2=jnp.asarray(head.body2))
+        head = head._replace(**as_data, findex=jnp.asarray(head.findex))
+        tail = tail._replace(body1=jnp.asarray(tail.body1), body2=jnp.asarray(tail.body2),
+                             findex=jnp.asarray(tail.findex))
+        worlds.append((head, tail, *rest))
+    b1 = np.stack([np.asarray(w[0].body1) for w in worlds])
+    pyr = np.stack([np.asarray(w[1].findex) >= 0 for w in worlds])
+    assert not (b1 == b1[:1]).all() and not (pyr == pyr[:1]).all(), "worlds must differ"
+    sor = jnp.asarray(np.linspace(1.0, 1.3, W), jnp.float32)
+    nj = 4
+    f = jax.jit(jax.vmap(_solve("pgs", tile, nj)), compiler_options=_FAST)
+    out = [np.asarray(o) for o in f(*_stack(worlds), sor)]
+    assert np.abs(out[0]).max() > 0.1, "the rows must carry force for the test to mean anything"
+    alone = jax.jit(_solve("pgs", tile, nj), compiler_options=_FAST)
+    for k in range(W):
+        for a, b in zip(alone(*worlds[k], sor[k]), out):
+            a = np.asarray(a)
+            assert np.array_equal(a, b[k]), (k, np.abs(a - b[k]).max())

@@ -256,13 +256,18 @@ def solver(sweeps, iterations: int, block: int, cone: bool, tile: int = AUTO, **
         idx = {k: v for k, v in idx.items() if k != "step"}
         idx_b = {k: v for k, v in idx_b.items() if k != "step"}
 
+        def _extra(per_world):
+            # the per-world path is the rare one, and compile time counts: its loops
+            # are not unrolled (boxes, 1024 worlds: first call 29.8 -> 26.1 s; that
+            # path's step 7 % slower)
+            return {"unroll": 1} if per_world else {}
+
         def batch(idx, per_world: bool):
             """The sweeps of the whole batch: ``data`` world-minor, ``idx`` shared
             or, with ``per_world``, laid out like it (each world's own)."""
-            ix_b = idx_b if per_world else jax.tree.map(lambda _: False, idx_b)
             t = tile_worlds(tile, axis_size)
             if t:
-                return _tiled(idx, ix_b, per_world, t)
+                return _tiled(idx, per_world, t)
 
             def lay(d, b):
                 d = _to_world_minor(d, b, axis_size)
@@ -272,7 +277,7 @@ def solver(sweeps, iterations: int, block: int, cone: bool, tile: int = AUTO, **
 
             wm = jax.tree.map(lay, data, data_b)
             if per_world:
-                idx = jax.tree.map(lay, idx, ix_b)
+                idx = jax.tree.map(lay, idx, idx_b)
             # The world-minor copies are made once, here: without the barrier XLA
             # fuses each transpose into every consumer of the rows (the Jacobian
             # is read by five of preparation's kernels), each then reading the
@@ -282,13 +287,7 @@ def solver(sweeps, iterations: int, block: int, cone: bool, tile: int = AUTO, **
             out = sweeps(p, iterations, block, cone, live=True, **options, **_extra(per_world))
             return tuple(jnp.moveaxis(o[..., :axis_size], -1, 0) for o in out)
 
-        def _extra(per_world):
-            # the per-world path is the rare one, and compile time counts: its loops
-            # are not unrolled (boxes, 1024 worlds: first call 29.8 -> 26.1 s; that
-            # path's step 7 % slower)
-            return {"unroll": 1} if per_world else {}
-
-        def _tiled(idx, ix_b, per_world, t):
+        def _tiled(idx, per_world, t):
             # the batch in tiles of t worlds, (tiles, ..., t), swept one tile after another
             n = -(-axis_size // t)
 
@@ -313,7 +312,7 @@ def solver(sweeps, iterations: int, block: int, cone: bool, tile: int = AUTO, **
             # (A solver's own set-up, pgs' padding and live counts, made the
             # same way ran slower: boxes 52 -> 65 ms.)
             if per_world:
-                it = jax.tree.map(tiles, idx, ix_b)
+                it = jax.tree.map(tiles, idx, idx_b)
                 ready = jax.vmap(lambda i, d: _problem({**i, "step": step}, d, block, True)
                                  )(it, wm)
             else:

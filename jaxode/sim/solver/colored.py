@@ -168,13 +168,10 @@ def sweeps(p, iterations: int, block: int, cone: bool, static: bool = False,
         def first(b):
             return b.reshape((nc, block) + b.shape[1:])[:, 0]
 
-        def flags(f):
-            return f if f.ndim == 2 else f[:, None]
-
         ot = order_of(colour(first(t.b1), first(t.b2), tact, ndyn, colours), colours)
         ts = Block(*(_sorted(kmajor(a), ot.order, wt, axis=1) for a in t),
-                   _sorted(kmajor(flags(p.pyramid)), ot.order, wt, axis=1),
-                   _sorted(kmajor(flags(p.cone_row)), ot.order, wt, axis=1))
+                   _sorted(kmajor(core.row_flags(p.pyramid)), ot.order, wt, axis=1),
+                   _sorted(kmajor(core.row_flags(p.cone_row)), ot.order, wt, axis=1))
         fidx_sorted = _sorted(kmajor(oh.inverse[p.fidx]), ot.order, wt, axis=1)
 
     def tail_phase(lam_h, q, carry):

@@ -248,6 +248,12 @@ def _apply(fc, b1, b2, i1, i2, d, per_world: bool = False):
     return write(fc, b1, b2, v1, d * i1, d * i2, per_world)
 
 
+def row_flags(f: jax.Array) -> jax.Array:
+    """Per-row flags (pyramid, cone rows) with a world axis, as :class:`Block` holds
+    them: (R, W) where each world has its own, else (R, 1)."""
+    return f if f.ndim == 2 else f[:, None]
+
+
 class Block(NamedTuple):
     """A unit of the tail: one contact's friction block (or a phase of them).
 

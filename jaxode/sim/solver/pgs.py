@@ -135,11 +135,11 @@ def _box_split(h, t, pyramid, block: int):
     nt = t.b1.shape[0]
     nc = nt // block
     nj = h.b1.shape[0] - nc
-    box = _box_rows(pyramid, block)                              # (Rt[, W])
+    box = _box_rows(pyramid, block)                              # (Rt, W or 1)
 
     def keep(a, m):
-        # m (Rt,) shared or (Rt, W) per world; a (Rt, ..., W)
-        m = m.reshape(m.shape[:1] + (1,) * (a.ndim - m.ndim) + m.shape[1:])
+        # m (Rt, W or 1); a (Rt, ..., W)
+        m = m.reshape(m.shape[:1] + (1,) * (a.ndim - 2) + m.shape[1:])
         return jnp.where(m, a, jnp.zeros((), a.dtype))
 
     def first2(a):
@@ -154,16 +154,16 @@ def _box_split(h, t, pyramid, block: int):
 
 
 def _box_rows(pyramid, block: int):
-    """(Rt[, W]) bool: the tail rows that are box-model friction rows (a contact's
+    """(Rt, W or 1) bool: the tail rows that are box-model friction rows (a contact's
     first two rows without a friction index; ``pyramid`` (Rt,) or per world (Rt, W))."""
     nt = pyramid.shape[0]
-    return (~pyramid) & (jnp.arange(nt) % block < 2).reshape((nt,) + (1,) * (pyramid.ndim - 1))
+    return (~core.row_flags(pyramid)) & (jnp.arange(nt) % block < 2)[:, None]
 
 
 def _box_split_mask(pyramid, block: int):
-    """(contacts, 2[, W]) bool: :func:`_box_rows` per contact."""
+    """(contacts, 2, W or 1) bool: :func:`_box_rows` per contact."""
     box = _box_rows(pyramid, block)
-    return box.reshape((pyramid.shape[0] // block, block) + pyramid.shape[1:])[:, :2]
+    return box.reshape((pyramid.shape[0] // block, block) + box.shape[1:])[:, :2]
 
 
 def sweeps(p, iterations: int, block: int, cone: bool, live: bool = False,
@@ -257,11 +257,8 @@ def sweeps(p, iterations: int, block: int, cone: bool, live: bool = False,
                                for k in range(fi.shape[0])])
         return core.block_update(fc, u, lam, lam_n, cone, per_world=pw)
 
-    def flags(f):
-        return f if f.ndim == 2 else f[:, None]
-
-    tail_units = Block(*(blocks(a) for a in t), blocks(flags(pyramid)),
-                       blocks(flags(cone_row))) if nt else None
+    tail_units = Block(*(blocks(a) for a in t), blocks(core.row_flags(pyramid)),
+                       blocks(core.row_flags(cone_row))) if nt else None
 
     lengths, orders = permutations(iterations, min(reorder, nh0), p.step, seed)
     if orders is None:
@@ -336,7 +333,7 @@ def sweeps(p, iterations: int, block: int, cone: bool, live: bool = False,
         return lam_h[:nh0], lam_t[:nt0], fc
     lam_head = jnp.concatenate([lam_h[:nh0], lam_c[:nc0, 0]], axis=0)
     lt = lam_t[:nt0].reshape((nc0, block, w))
-    first = jnp.where(box if box.ndim == 3 else box[..., None], lam_c[:nc0, 1:], lt[:, :2])
+    first = jnp.where(box, lam_c[:nc0, 1:], lt[:, :2])
     lam_tail = jnp.concatenate([first, lt[:, 2:]], axis=1).reshape((nt0, w))
     return lam_head, lam_tail, fc
 
