@@ -15,7 +15,9 @@ changing any world's result:
   its own indices, exactly as unbatched.
 - :func:`unless_none` runs a function only if its mask has a True entry in
   some world of the batch, and returns zeros otherwise: a pair kind with no
-  overlapping pair anywhere in the batch costs nothing.
+  overlapping pair anywhere in the batch costs nothing. :func:`in_chunks`
+  does the same per chunk of a long compacted list (its live entries first),
+  so the unused tail of a capacity costs nothing either.
 
 Both are ``custom_vmap`` rules whose decisions depend on the whole batch, but
 whose per-world results do not (invalid entries carry no force). Derivatives
@@ -116,6 +118,78 @@ def unless_none(mask: jax.Array, fn, *args):
 
         out = jax.lax.cond(jnp.any(m), full, none, None)
         return out, jax.tree.map(lambda _: True, out)
+
+    @jax.custom_jvp
+    def guarded(m, *flat):
+        return run(m, *flat)
+
+    @guarded.defjvp
+    def guarded_jvp(primals, tangents):
+        m, *flat = primals
+        _, *tflat = tangents
+        return jax.jvp(lambda *f: fn(*jax.tree.unflatten(tree, f)), tuple(flat), tuple(tflat))
+
+    return guarded(mask, *leaves)
+
+
+
+@functools.lru_cache(maxsize=None)
+def _batch_any_fn():
+    run = custom_vmap(lambda mask: mask)
+
+    @run.def_vmap
+    def rule(axis_size, in_batched, mask):
+        return (jnp.any(mask, axis=0) if in_batched[0] else mask), False
+
+    return run
+
+
+def batch_any(mask: jax.Array) -> jax.Array:
+    """``mask`` itself for one world; under vmap, True where any world of the batch
+    has True (not batched: one value for the whole batch)."""
+    return _batch_any_fn()(jax.lax.stop_gradient(mask))
+
+
+def in_chunks(mask: jax.Array, fn, *args, chunk: int):
+    """``fn(*args)`` for a function mapped over the leading axis (n entries) of
+    ``mask`` (n,) and every leaf of ``args``, run ``chunk`` entries at a time up
+    to the chunk holding the last True entry of ``mask`` in any world of a batch
+    (:func:`batch_any`); the entries after it are zeros (skipped), so for a list
+    compacted live-first (:func:`compact`) the unused tail of a capacity costs
+    nothing. One loop (``fori_loop`` with a batch-wide trip count) slicing the
+    entry axis in place; the last chunk is padded with copies of the last entry
+    (valid inputs, their results cut off). Each evaluated entry's result is
+    ``fn``'s on that entry. Derivatives (a custom jvp) are those of ``fn`` on all
+    entries, as :func:`unless_none`'s."""
+    n = mask.shape[0]
+    nchunk = -(-n // chunk)
+    pad = nchunk * chunk - n
+    fn = jax.jit(fn)
+    leaves, tree = jax.tree.flatten(args)
+
+    def padded(x):
+        if not pad:
+            return x
+        return jnp.concatenate([x, jnp.broadcast_to(x[-1:], (pad,) + x.shape[1:])], axis=0)
+
+    out_shape = jax.eval_shape(fn, *jax.tree.unflatten(tree, [x[:chunk] for x in leaves]))
+
+    def run(m, *flat):
+        flat = [padded(x) for x in flat]
+        live = batch_any(m)
+        last = jnp.max(jnp.where(live, jnp.arange(1, n + 1), 0))   # slots up to the last live
+        trips = (last + chunk - 1) // chunk
+
+        def body(k, out):
+            part = [jax.lax.dynamic_slice_in_dim(x, k * chunk, chunk) for x in flat]
+            r = fn(*jax.tree.unflatten(tree, part))
+            return jax.tree.map(lambda o, v: jax.lax.dynamic_update_slice_in_dim(
+                o, v.astype(o.dtype), k * chunk, 0), out, r)
+
+        out0 = jax.tree.map(lambda s: jnp.zeros((nchunk * chunk,) + s.shape[1:], s.dtype),
+                            out_shape)
+        out = jax.lax.fori_loop(0, trips, body, out0)
+        return jax.tree.map(lambda x: x[:n], out)
 
     @jax.custom_jvp
     def guarded(m, *flat):

@@ -5,7 +5,10 @@ static-static excluded) and grouped by ``(type1, type2)``. Each step:
 
 1. every candidate's AABB-overlap test (planes always pass);
 2. per group, at most ``capacity`` overlapping pairs are compacted and sent to
-   the group's pair function, vmapped; the excess is counted as overflow;
+   the group's pair function, vmapped; the excess is counted as overflow; a
+   group of more than 2 x ``PAIR_CHUNK`` slots runs it ``PAIR_CHUNK`` pairs at a
+   time up to the last overlapping pair (of any world in a batch), so the
+   unused tail of its capacity costs nothing (:func:`batch_rules.in_chunks`);
 3. each pair keeps its first ``min(ncontact, max_contacts)`` slots (the pair
    functions order slots deepest-first);
 4. all groups' slots are concatenated (group order: sorted (type1, type2),
@@ -24,11 +27,15 @@ import jax
 import jax.numpy as jnp
 
 from jaxode.sim import overflow
-from jaxode.sim.batch_rules import compact, unless_none
+from jaxode.sim.batch_rules import compact, in_chunks, unless_none
 from jaxode.sim.collision import (box, capsule, convex, cylinder, heightfield, sphere, trimesh,
                               trimesh_ground, trimesh_trimesh)
 from jaxode.sim.collision import contact as ct
 from jaxode.types import Contacts, Model
+
+# A pair group with more than 2 x this many slots runs its pair function in chunks
+# of this many (batch_rules.in_chunks): the chunks past the live pairs are skipped.
+PAIR_CHUNK = 16
 
 # (type1, type2) -> (pair function, contact slots). The pair function's geom 1
 # is of type1; the normal points into geom 1 (ODE's convention). Plane and
@@ -193,7 +200,12 @@ def collide(model: Model, gpos: jax.Array, grot: jax.Array, lo: jax.Array,
             overflow_tris = overflow_tris + ovf_t
         else:
             extra = _extra_args(model, grp.type1, grp.type2, a, b, dtype)
-            c = unless_none(pvalid, jax.vmap(fn), ga, gb, *extra)
+            if idx.shape[0] > 2 * PAIR_CHUNK:
+                # a long slot list (compacted live first): chunks past the batch's
+                # live pairs are skipped (stack: ~20 live of 108 box-box slots)
+                c = in_chunks(pvalid, jax.vmap(fn), ga, gb, *extra, chunk=PAIR_CHUNK)
+            else:
+                c = unless_none(pvalid, jax.vmap(fn), ga, gb, *extra)
         k = grp.ncontact
         slot = jnp.arange(k)[None, :]
         valid = c.valid[:, :k] & pvalid[:, None] & (slot < grp.max_contacts[idx][:, None])
