@@ -85,6 +85,23 @@ def compact(mask: jax.Array, capacity: int) -> tuple[jax.Array, jax.Array, jax.A
     return idx, valid, jnp.maximum(count - capacity, 0).astype(jnp.int32)
 
 
+def _plain_jvp(run, fn, tree):
+    """``run(mask, *flat)`` whose derivative is ``fn``'s on every entry (the batch-wide
+    skipping of :func:`unless_none` / :func:`in_chunks` is not differentiated; the
+    mask is boolean)."""
+    @jax.custom_jvp
+    def guarded(m, *flat):
+        return run(m, *flat)
+
+    @guarded.defjvp
+    def guarded_jvp(primals, tangents):
+        m, *flat = primals
+        _, *tflat = tangents
+        return jax.jvp(lambda *f: fn(*jax.tree.unflatten(tree, f)), tuple(flat), tuple(tflat))
+
+    return guarded
+
+
 def unless_none(mask: jax.Array, fn, *args):
     """``fn(*args)`` if any entry of ``mask`` is True (in any world of a batch), else
     zeros of the same structure (a pytree of arrays). ``fn`` must give zeros'
@@ -119,18 +136,7 @@ def unless_none(mask: jax.Array, fn, *args):
         out = jax.lax.cond(jnp.any(m), full, none, None)
         return out, jax.tree.map(lambda _: True, out)
 
-    @jax.custom_jvp
-    def guarded(m, *flat):
-        return run(m, *flat)
-
-    @guarded.defjvp
-    def guarded_jvp(primals, tangents):
-        m, *flat = primals
-        _, *tflat = tangents
-        return jax.jvp(lambda *f: fn(*jax.tree.unflatten(tree, f)), tuple(flat), tuple(tflat))
-
-    return guarded(mask, *leaves)
-
+    return _plain_jvp(run, fn, tree)(mask, *leaves)
 
 
 @functools.lru_cache(maxsize=None)
@@ -191,14 +197,4 @@ def in_chunks(mask: jax.Array, fn, *args, chunk: int):
         out = jax.lax.fori_loop(0, trips, body, out0)
         return jax.tree.map(lambda x: x[:n], out)
 
-    @jax.custom_jvp
-    def guarded(m, *flat):
-        return run(m, *flat)
-
-    @guarded.defjvp
-    def guarded_jvp(primals, tangents):
-        m, *flat = primals
-        _, *tflat = tangents
-        return jax.jvp(lambda *f: fn(*jax.tree.unflatten(tree, f)), tuple(flat), tuple(tflat))
-
-    return guarded(mask, *leaves)
+    return _plain_jvp(run, fn, tree)(mask, *leaves)
