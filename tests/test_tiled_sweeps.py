@@ -170,8 +170,8 @@ def test_worlds_with_their_own_rows_solve_as_alone(tile):
     for k in range(W):
         st = _structure(seed=10 + k, shift=k // 3)   # tile j holds worlds j, j + 3, j + 6
         head, tail, *rest = _world(k, st, jnp.float32)
-        as_data = dict(body1=jnp.asarray(head.body1), body2=jnp.asarray(head.body2))
-        head = head._replace(**as_data, findex=jnp.asarray(head.findex))
+        head = head._replace(body1=jnp.asarray(head.body1), body2=jnp.asarray(head.body2),
+                             findex=jnp.asarray(head.findex))
         tail = tail._replace(body1=jnp.asarray(tail.body1), body2=jnp.asarray(tail.body2),
                              findex=jnp.asarray(tail.findex))
         worlds.append((head, tail, *rest))

@@ -27,12 +27,13 @@ shim = types.SimpleNamespace(**{k: getattr(jax, k) for k in dir(jax) if not k.st
 shim.lax = lax
 rows = []
 for name in a.scenes:
+    base = S.model_of(name)
+    s0 = jaxode.rollout(base, jaxode.init(base), 100, 0.01)[0]   # settled once per scene
     for W in a.batch:
         for solver in a.solvers:
             for own in (False, True):
                 batching.jax = shim if own else jax
-                model = S.model_of(name).replace(solver=solver)
-                s0 = jaxode.rollout(model, jaxode.init(model), 100, 0.01)[0]
+                model = base.replace(solver=solver)
                 st = jax.device_put(jaxode.batch(s0, W)); pa = jax.device_put(jaxode.batch(model.params, W))
                 f = jax.jit(jax.vmap(lambda s, p: jaxode.rollout(model, s, a.steps, 0.01, params=p)[0]))
                 t0 = time.perf_counter(); c = f.lower(st, pa).compile(); tc = time.perf_counter() - t0

@@ -190,7 +190,7 @@ def in_chunks(mask: jax.Array, fn, *args, chunk: int):
             part = [jax.lax.dynamic_slice_in_dim(x, k * chunk, chunk) for x in flat]
             r = fn(*jax.tree.unflatten(tree, part))
             return jax.tree.map(lambda o, v: jax.lax.dynamic_update_slice_in_dim(
-                o, v.astype(o.dtype), k * chunk, 0), out, r)
+                o, v, k * chunk, 0), out, r)
 
         out0 = jax.tree.map(lambda s: jnp.zeros((nchunk * chunk,) + s.shape[1:], s.dtype),
                             out_shape)

@@ -202,7 +202,7 @@ def collide(model: Model, gpos: jax.Array, grot: jax.Array, lo: jax.Array,
             extra = _extra_args(model, grp.type1, grp.type2, a, b, dtype)
             if idx.shape[0] > 2 * PAIR_CHUNK:
                 # a long slot list (compacted live first): chunks past the batch's
-                # live pairs are skipped (stack: ~20 live of 108 box-box slots)
+                # live pairs are skipped (stack: ~30 live of 108 box-box slots)
                 c = in_chunks(pvalid, jax.vmap(fn), ga, gb, *extra, chunk=PAIR_CHUNK)
             else:
                 c = unless_none(pvalid, jax.vmap(fn), ga, gb, *extra)
