@@ -1,0 +1,110 @@
+"""Variants of a batched rollout compared in one process, their calls interleaved (session 22).
+
+    PYTHONPATH=. python bench/studies/ab_inprocess.py boxes --batch 128 \\
+        "pass" "CAP = 32" "ITER = 1" "TILE = 64" "batching.AUTO_TILE = 16"
+
+Why: on this VM the same program's speed moves by 20-30 % from one process to the
+next (other tenants; bench/RESULTS.md, session 22), so a variant run in its own
+process after another measures the machine as much as the change. Here every
+variant is compiled first (``jax.clear_caches()`` between them, so a module flag
+read at trace time takes effect), then the compiled rollouts are called in turn,
+``--reps`` rounds, and the minimum and median per step are reported (wall and
+process CPU time), with whether each variant's final states are bitwise those of
+the first.
+
+A variant is a line of Python run before its trace, with ``batching``
+(jaxode.sim.solver.batching), ``constraint``, ``narrowphase``, ``pgs`` and
+``xla`` in scope. Three names change the model instead of the code: ``CAP``
+(``contact_capacity`` at build), ``ITER`` (``Model.iterations``; ``ITER = 1``
+leaves the step without its sweeps, which shows how much of it they are) and
+``TILE`` (``Model.batch_tile``). Each variant is settled 100 steps alone first
+(its own model), then batched to ``--batch`` identical worlds: a
+``jit(vmap(rollout of 10 steps))`` on one CPU device, as bench/bench_step.py's
+programs (a batch larger than the tile runs tile after tile).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("scene")
+    ap.add_argument("variants", nargs="+", help="lines of Python, one per variant")
+    ap.add_argument("--batch", type=int, default=128)
+    ap.add_argument("--reps", type=int, default=16)
+    ap.add_argument("--steps", type=int, default=10)
+    args = ap.parse_args(argv)
+    os.environ.setdefault("JAXODE_XLA_CACHE", "0")
+    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "")
+                               + " --xla_force_host_platform_device_count=1").strip()
+    import jax
+    import numpy as np
+
+    import jaxode
+    from bench import scenes
+    from jaxode import xla
+    from jaxode.build import builder
+    from jaxode.sim import constraint, narrowphase
+    from jaxode.sim.solver import batching, pgs
+
+    dt, w = 0.01, args.batch
+
+    def batched(tree):
+        return jax.tree.map(lambda x: np.broadcast_to(np.asarray(x)[None], (w,) + np.shape(x))
+                            .copy(), tree)
+
+    runs = []
+    for text in args.variants:
+        jax.clear_caches()
+        scope = dict(batching=batching, constraint=constraint, narrowphase=narrowphase,
+                     pgs=pgs, xla=xla, jax=jax, np=np)
+        exec(text, scope)   # noqa: S102 - the user's own variant line
+        build = builder.WorldBuilder.build
+        if "CAP" in scope:
+            cap = int(scope["CAP"])
+            builder.WorldBuilder.build = (lambda self, contact_capacity=None,
+                                          pair_capacity=None: build(self, cap, pair_capacity))
+        try:
+            model = scenes.model_of(args.scene)
+        finally:
+            builder.WorldBuilder.build = build
+        if "ITER" in scope:
+            model = model.replace(iterations=int(scope["ITER"]))
+        if "TILE" in scope:
+            model = model.replace(batch_tile=int(scope["TILE"]))
+        s0 = jaxode.rollout(model, jaxode.init(model), 100, dt)[0]
+        states, params = batched(s0), batched(model.params)
+        fn = jax.jit(jax.vmap(lambda s, p, m=model: jaxode.rollout(m, s, args.steps, dt,
+                                                                    params=p)[0]))
+        t0 = time.perf_counter()
+        compiled = fn.lower(states, params).compile()
+        print(f"[{text}] compiled in {time.perf_counter() - t0:.1f} s "
+              f"(contact_capacity {model.contact_capacity})", flush=True)
+        runs.append((text, compiled, states, params, compiled(states, params)))
+
+    first = jax.tree.leaves(runs[0][4])
+    wall = {r[0]: [] for r in runs}
+    cpu = {r[0]: [] for r in runs}
+    for _ in range(args.reps):
+        for text, compiled, states, params, _out in runs:
+            t0, c0 = time.perf_counter(), time.process_time()
+            jax.block_until_ready(compiled(states, params))
+            wall[text].append((time.perf_counter() - t0) / args.steps)
+            cpu[text].append((time.process_time() - c0) / args.steps)
+    for text, *_rest, out in runs:
+        same = all(np.array_equal(np.asarray(a), np.asarray(b))
+                   for a, b in zip(first, jax.tree.leaves(out)))
+        print(f"{args.scene} x{w} [{text}]: wall min {min(wall[text]) * 1e3:.2f} "
+              f"median {statistics.median(wall[text]) * 1e3:.2f} ms/step "
+              f"({w / min(wall[text]):,.0f} world-steps/s), CPU min "
+              f"{min(cpu[text]) * 1e3:.2f} median {statistics.median(cpu[text]) * 1e3:.2f} "
+              f"ms/step; final states bitwise those of the first: {same}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
