@@ -17,6 +17,14 @@ from jaxode.sim.solver import batching
 from jaxode.types import Contacts, Model, Params, State, Trajectory
 
 
+def empty_contacts(capacity: int, dtype) -> Contacts:
+    """``capacity`` contact slots, all invalid and zero."""
+    zi = jnp.zeros((capacity,), jnp.int32)
+    return Contacts(pos=jnp.zeros((capacity, 3), dtype), normal=jnp.zeros((capacity, 3), dtype),
+                    depth=jnp.zeros((capacity,), dtype), geom1=zi, geom2=zi, friction=zi,
+                    valid=jnp.zeros((capacity,), bool), force=jnp.zeros((capacity, 3), dtype))
+
+
 def init(model: Model) -> State:
     """The initial state of the scene as built: ``model.init_pos``, ``init_quat``,
     ``init_vel`` and ``init_angvel``, with zero accumulators, time and contacts
@@ -29,11 +37,8 @@ def init(model: Model) -> State:
                          "init_angvel with model.replace")
     dtype = model.params.body_mass.dtype
     f = lambda x: jnp.asarray(x, dtype)
-    cap, nb = model.contact_capacity, model.nbody
-    zi = jnp.zeros((cap,), jnp.int32)
-    contacts = Contacts(pos=jnp.zeros((cap, 3), dtype), normal=jnp.zeros((cap, 3), dtype),
-                        depth=jnp.zeros((cap,), dtype), geom1=zi, geom2=zi, friction=zi,
-                        valid=jnp.zeros((cap,), bool), force=jnp.zeros((cap, 3), dtype))
+    nb = model.nbody
+    contacts = empty_contacts(model.contact_capacity, dtype)
     enabled, adis = autodisable.initial(model, dtype) if model.auto_disable else (None, None)
     return State(pos=f(ini["pos"]), quat=f(ini["quat"]), vel=f(ini["vel"]), angvel=f(ini["angvel"]),
                  force=jnp.zeros((nb, 3), dtype), torque=jnp.zeros((nb, 3), dtype),

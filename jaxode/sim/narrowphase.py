@@ -176,7 +176,7 @@ def collide(model: Model, gpos: jax.Array, grot: jax.Array, lo: jax.Array,
     for grp in model.pair_groups:
         fn, _ = PAIR_FUNCTIONS[(grp.type1, grp.type2)]
         g1, g2 = grp.geom1, grp.geom2
-        overlap = jnp.all((lo[g1] <= hi[g2]) & (lo[g2] <= hi[g1]), axis=-1)
+        overlap = overlapping(grp, lo, hi)
         keep = overlap
         if grp.capacity < overlap.shape[0]:
             # more overlapping pairs than slots: every body's closest pairs first
@@ -242,6 +242,13 @@ def collide(model: Model, gpos: jax.Array, grot: jax.Array, lo: jax.Array,
         friction=sel["friction"].astype(jnp.int32), valid=m,
         force=jnp.zeros((cap, 3), dtype))
     return contacts, nfound, overflow_pairs, overflow_contacts + overflow_tris
+
+
+def overlapping(grp, lo: jax.Array, hi: jax.Array) -> jax.Array:
+    """(npair,) bool: the pairs of group ``grp`` whose AABBs overlap (the
+    broadphase test; ``lo``, ``hi`` (ngeom, 3) [m])."""
+    g1, g2 = grp.geom1, grp.geom2
+    return jnp.all((lo[g1] <= hi[g2]) & (lo[g2] <= hi[g1]), axis=-1)
 
 
 def detect(model: Model, state) -> "Collision":

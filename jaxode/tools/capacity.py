@@ -1,0 +1,128 @@
+"""What capacities a scene needs, measured over a trial rollout.
+
+A model's capacities are static (``WorldBuilder.build(contact_capacity=,
+pair_capacity=)``, docs/COLLISION.md "Capacity and overflow"). Too small, and
+contacts are dropped (counted in ``State.overflow_*``; the bodies sink where
+support is lost); too large, and every step pays for the empty slots: a tiled
+batch of ``boxes`` runs 1.4x faster with the 32 contact slots it uses at rest
+than with the builder's default 72 (bench/RESULTS.md, session 22).
+:func:`needed_capacities` runs the scene with every slot available and reports
+the most contacts and overlapping pairs any world met in any step.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import jax
+import jax.numpy as jnp
+
+from jaxode.sim import kinematics, narrowphase
+from jaxode.sim.collision import contact as ct
+from jaxode.types import Model, Params, State
+
+
+@dataclasses.dataclass(frozen=True)
+class Capacities:
+    """The capacities a trial rollout needed (:func:`needed_capacities`).
+
+    contact_capacity: the most contacts one world found in one step (every
+    pair's contacts up to its ``max_contacts``); pair_capacity: the most
+    overlapping candidate pairs of one kind (``build``'s ``pair_capacity``
+    applies to every kind); pairs: that count per kind, ``"box-plane"`` etc.;
+    model_contact_capacity, model_pairs: the capacities of the model measured;
+    worlds, steps: what was run. triangles_overflow: mesh triangles beyond a
+    mesh's ``max_candidates`` (a capacity of the mesh itself, not of ``build``).
+    """
+
+    contact_capacity: int
+    pair_capacity: int
+    pairs: dict
+    model_contact_capacity: int
+    model_pairs: dict
+    worlds: int
+    steps: int
+    triangles_overflow: int
+
+    def build_args(self, margin: float = 1.25) -> dict:
+        """``WorldBuilder.build`` keywords: the measured needs times ``margin``
+        (>= 1; for impacts and piles the trial did not see), rounded up."""
+        if not (isinstance(margin, (int, float)) and math.isfinite(margin) and margin >= 1):
+            raise ValueError(f"margin must be a finite number >= 1 (got {margin!r})")
+        return dict(contact_capacity=int(math.ceil(self.contact_capacity * margin)),
+                    pair_capacity=max(1, int(math.ceil(self.pair_capacity * margin))))
+
+
+def _kind(grp) -> str:
+    return f"{ct.GEOM_TYPE_NAMES[grp.type1]}-{ct.GEOM_TYPE_NAMES[grp.type2]}"
+
+
+def every_slot(model: Model) -> Model:
+    """``model`` with every candidate pair and every contact slot kept (nothing can
+    overflow but mesh triangles)."""
+    groups = tuple(g.replace(capacity=int(g.geom1.shape[0])) for g in model.pair_groups)
+    slots = sum(int(g.geom1.shape[0]) * g.ncontact for g in groups)
+    return model.replace(pair_groups=groups, contact_capacity=slots)
+
+
+def needed_capacities(model: Model, state: State, n_steps: int, dt,
+                      params: Params = None) -> Capacities:
+    """Roll ``state`` (one world, or a batch with a leading world axis; ``params``
+    alike, default ``model.params``) ``n_steps`` steps of ``dt`` [s] with every
+    slot available (:func:`every_slot`) and return the most contacts and
+    overlapping pairs met (:class:`Capacities`; ``build_args()`` gives the
+    keywords for ``WorldBuilder.build``). The trial's trajectory is the scene's
+    own wherever the model's capacities did not overflow. Run it over the
+    situations the model will meet (drops, piles, the reset distribution)."""
+    from jaxode import api
+
+    if not isinstance(state, State):
+        raise TypeError(f"state must be a jaxode.State (got {type(state).__name__})")
+    if not isinstance(n_steps, int) or isinstance(n_steps, bool) or n_steps < 1:
+        raise ValueError(f"n_steps must be an integer >= 1 (got {n_steps!r})")
+    batched = state.pos.ndim == 3
+    params = model.params if params is None else params
+    if not isinstance(params, Params):
+        raise TypeError(f"params must be jaxode.Params (got {type(params).__name__})")
+    params_batched = jnp.ndim(params.body_mass) == 2
+    if params_batched and not batched:
+        raise ValueError("params carry a world axis (body_mass shape "
+                         f"{tuple(jnp.shape(params.body_mass))}) but state is one world "
+                         f"(pos shape {tuple(state.pos.shape)})")
+    full = every_slot(model)
+    lead = state.pos.shape[:1] if batched else ()
+    contacts = api.empty_contacts(full.contact_capacity, state.pos.dtype)
+    contacts = jax.tree.map(lambda x: jnp.broadcast_to(x, lead + x.shape), contacts)
+    state = state.replace(contacts=contacts, overflow_pairs=jnp.zeros_like(state.overflow_pairs),
+                          overflow_contacts=jnp.zeros_like(state.overflow_contacts))
+
+    def one(s, p):
+        final, traj = api.rollout(full, s, n_steps, dt, params=p)
+        return final.overflow_contacts, traj.ncontact, traj.pos, traj.quat
+
+    if batched:
+        run = jax.vmap(one, in_axes=(0, 0 if params_batched else None))
+        tri, ncontact, pos, quat = run(state, params)
+    else:
+        tri, ncontact, pos, quat = one(state, params)
+
+    @jax.jit
+    def overlaps(pos, quat):        # one world-step: overlapping pairs per group
+        gpos, grot = kinematics.geom_poses(full, pos, quat)
+        lo, hi = kinematics.geom_aabbs(full, gpos, grot)
+        return [jnp.sum(narrowphase.overlapping(g, lo, hi), dtype=jnp.int32)
+                for g in full.pair_groups]
+
+    flat = (pos.reshape((-1,) + pos.shape[-2:]), quat.reshape((-1,) + quat.shape[-2:]))
+    counts = jax.lax.map(lambda pq: overlaps(*pq), flat) if full.pair_groups else []
+    pairs = {}
+    for g, c in zip(full.pair_groups, counts):
+        pairs[_kind(g)] = max(pairs.get(_kind(g), 0), int(jnp.max(c)))
+    return Capacities(
+        contact_capacity=int(jnp.max(ncontact)),
+        pair_capacity=max(pairs.values(), default=0),
+        pairs=pairs,
+        model_contact_capacity=int(model.contact_capacity),
+        model_pairs={_kind(g): int(g.capacity) for g in model.pair_groups},
+        worlds=int(lead[0]) if batched else 1, steps=n_steps,
+        triangles_overflow=int(jnp.max(tri)))
