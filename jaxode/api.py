@@ -14,15 +14,7 @@ from jaxode import compile_notice, params_spec
 from jaxode.sim import autodisable
 from jaxode.sim.pipeline import guarded_step
 from jaxode.sim.solver import batching
-from jaxode.types import Contacts, Model, Params, State, Trajectory
-
-
-def empty_contacts(capacity: int, dtype) -> Contacts:
-    """``capacity`` contact slots, all invalid and zero."""
-    zi = jnp.zeros((capacity,), jnp.int32)
-    return Contacts(pos=jnp.zeros((capacity, 3), dtype), normal=jnp.zeros((capacity, 3), dtype),
-                    depth=jnp.zeros((capacity,), dtype), geom1=zi, geom2=zi, friction=zi,
-                    valid=jnp.zeros((capacity,), bool), force=jnp.zeros((capacity, 3), dtype))
+from jaxode.types import Model, Params, State, Trajectory, empty_contacts
 
 
 def init(model: Model) -> State:

@@ -213,6 +213,16 @@ class Contacts:
     force: jax.Array
 
 
+
+
+def empty_contacts(capacity: int, dtype) -> Contacts:
+    """``capacity`` contact slots, all invalid and zero (an initial state's, a
+    scene without pairs')."""
+    zi = jnp.zeros((capacity,), jnp.int32)
+    return Contacts(pos=jnp.zeros((capacity, 3), dtype), normal=jnp.zeros((capacity, 3), dtype),
+                    depth=jnp.zeros((capacity,), dtype), geom1=zi, geom2=zi, friction=zi,
+                    valid=jnp.zeros((capacity,), bool), force=jnp.zeros((capacity, 3), dtype))
+
 @pytree_dataclass
 class AutoDisableState:
     """ODE's per-body auto-disable bookkeeping (dxBody's average_* and adis_*

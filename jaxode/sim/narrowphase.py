@@ -31,7 +31,7 @@ from jaxode.sim.batch_rules import compact, in_chunks, unless_none
 from jaxode.sim.collision import (box, capsule, convex, cylinder, heightfield, sphere, trimesh,
                               trimesh_ground, trimesh_trimesh)
 from jaxode.sim.collision import contact as ct
-from jaxode.types import Contacts, Model
+from jaxode.types import Contacts, Model, empty_contacts
 
 # A pair group with more than 2 x this many slots runs its pair function in chunks
 # of this many (batch_rules.in_chunks): the chunks past the live pairs are skipped.
@@ -218,11 +218,7 @@ def collide(model: Model, gpos: jax.Array, grot: jax.Array, lo: jax.Array,
             friction=jnp.repeat(grp.friction[idx], k), valid=valid.reshape(npair * k)))
     cap = model.contact_capacity
     if not parts:
-        z = jnp.zeros((cap,), dtype)
-        zi = jnp.zeros((cap,), jnp.int32)
-        contacts = Contacts(pos=jnp.zeros((cap, 3), dtype), normal=jnp.zeros((cap, 3), dtype), depth=z,
-                            geom1=zi, geom2=zi, friction=zi, valid=jnp.zeros((cap,), bool),
-                            force=jnp.zeros((cap, 3), dtype))
+        contacts = empty_contacts(cap, dtype)
         zero = jnp.zeros((), jnp.int32)
         return contacts, zero, overflow_pairs, overflow_tris
     cat = {key: jnp.concatenate([p[key] for p in parts], axis=0) for key in parts[0]}

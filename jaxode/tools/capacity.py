@@ -19,7 +19,7 @@ import jax.numpy as jnp
 
 from jaxode.sim import kinematics, narrowphase
 from jaxode.sim.collision import contact as ct
-from jaxode.types import Model, Params, State
+from jaxode.types import Model, Params, State, empty_contacts
 
 
 @dataclasses.dataclass(frozen=True)
@@ -91,7 +91,7 @@ def needed_capacities(model: Model, state: State, n_steps: int, dt,
                          f"(pos shape {tuple(state.pos.shape)})")
     full = every_slot(model)
     lead = state.pos.shape[:1] if batched else ()
-    contacts = api.empty_contacts(full.contact_capacity, state.pos.dtype)
+    contacts = empty_contacts(full.contact_capacity, state.pos.dtype)
     contacts = jax.tree.map(lambda x: jnp.broadcast_to(x, lead + x.shape), contacts)
     state = state.replace(contacts=contacts, overflow_pairs=jnp.zeros_like(state.overflow_pairs),
                           overflow_contacts=jnp.zeros_like(state.overflow_contacts))
@@ -115,9 +115,8 @@ def needed_capacities(model: Model, state: State, n_steps: int, dt,
 
     flat = (pos.reshape((-1,) + pos.shape[-2:]), quat.reshape((-1,) + quat.shape[-2:]))
     counts = jax.lax.map(lambda pq: overlaps(*pq), flat) if full.pair_groups else []
-    pairs = {}
-    for g, c in zip(full.pair_groups, counts):
-        pairs[_kind(g)] = max(pairs.get(_kind(g), 0), int(jnp.max(c)))
+    # (one group per kind of pair: the builder groups candidates by geom types)
+    pairs = {_kind(g): int(jnp.max(c)) for g, c in zip(full.pair_groups, counts)}
     return Capacities(
         contact_capacity=int(jnp.max(ncontact)),
         pair_capacity=max(pairs.values(), default=0),
