@@ -130,7 +130,16 @@ class Model:
       batch-wide choices (shared contact slots, the pgs row shuffle taken from
       the batch's first world's step number) are made per tile, as
       jaxode.map_worlds makes them per device. A ``vmap`` of the lower-level
-      ``physics_step`` tiles the solver's sweeps alone.
+      ``physics_step`` tiles the solver's sweeps alone. slot_sizes (static):
+      how many contact-slot counts below ``contact_capacity`` (halves of it,
+      :func:`jaxode.sim.solver.batching.slot_counts`) a batch's solve also
+      builds and prepares its contact rows for, each step taking the smallest
+      that holds the slots live in some world (default 2; 0: the capacity
+      only). Each size compiles the contact rows once more (~3-6 s of XLA on
+      CPU for boxes) and saves their preparation on the empty slots (boxes
+      1.2-1.3x, bin_16 1.5x at 128 worlds; bench/RESULTS.md, session 23);
+      the results are bitwise the same; batches under 16 worlds and a world
+      alone always use the capacity.
     Friction features (static, set by the builder so that unused features cost
     nothing): friction_cone (some pair uses the cone model), angular_friction
     (some surface has rolling or spinning friction: three extra rows per contact),
@@ -186,6 +195,7 @@ class Model:
     auto_disable_buffer: int = static_field(default=1)
     reorder: str = static_field(default="joints")
     batch_tile: int = static_field(default=-1)
+    slot_sizes: int = static_field(default=2)
 
 
 #: Model.reorder values: which rows pgs shuffles (docs/ODE_FEATURES.md 6)

@@ -20,11 +20,11 @@ STEPS = 60
 DT = 0.01
 
 
-def _model(solver="pgs"):
+def _model(solver="pgs", boxes=3):
     b = jaxode.WorldBuilder(gravity=(0.0, 0.0, -9.81), solver=solver)
     b.add_plane(surface=jaxode.Surface(mu=0.6))
     m = jaxode.mass.box((0.2, 0.2, 0.2), total=1.0)
-    for k in range(3):
+    for k in range(boxes):
         a = 0.3 + 0.2 * k
         q = (np.cos(a / 2), np.sin(a / 2) * 0.6, np.sin(a / 2) * 0.8, 0.0)
         i = b.add_body(pos=(0.25 * k, 0.05 * k, 0.25 + 0.22 * k), quat=q, vel=(0.5, 0.0, 0.0),
@@ -52,12 +52,13 @@ def _world(tree, i):
     return jax.tree.map(lambda x: x[i], tree)
 
 
-def _run_batch(model, states, params):
+def _run_batch(model, states, params, final=False):
     # on one device (jaxode.batch shards a batch over the CPU devices with jaxlib
     # 0.11+): the split batch has its own test below
     one = jax.devices()[0]
-    f = jax.jit(jax.vmap(lambda s, p: jaxode.rollout(model, s, STEPS, DT, params=p)[1]))
-    return f(jax.device_put(states, one), jax.device_put(params, one))
+    f = jax.jit(jax.vmap(lambda s, p: jaxode.rollout(model, s, STEPS, DT, params=p)))
+    out = f(jax.device_put(states, one), jax.device_put(params, one))
+    return out if final else out[1]
 
 
 def _check(model):
@@ -90,6 +91,33 @@ def test_world_is_bitwise_the_same_alone_and_in_any_batch():
 def test_world_is_bitwise_the_same_alone_and_in_any_batch_x64():
     with jax.enable_x64(True):
         _check(_model())
+
+
+def test_world_is_bitwise_the_same_alone_and_in_a_batch_of_smaller_slot_counts():
+    """A batch of at least ``SLOT_SIZES_MIN_WORLDS`` worlds builds its contact rows
+    for only as many slots as are live in some world (``Model.slot_sizes``, a
+    choice made per step from the whole batch); the world alone builds them for
+    the whole capacity. Truth: the world alone."""
+    from jaxode.sim.solver.batching import SLOT_SIZES_MIN_WORLDS, slot_counts
+
+    model = _model(boxes=6)
+    sizes = slot_counts(model.contact_capacity, model.slot_sizes)
+    assert len(sizes) > 1, f"capacity {model.contact_capacity} has one slot count: {sizes}"
+    s0 = jaxode.init(model)
+    w = SLOT_SIZES_MIN_WORLDS
+    # two kinds of world (the union of their contact slots must fit a smaller count)
+    params = jax.tree.map(lambda a: a[np.arange(w) % 2], _batch_params(model, 2, seed=3))
+    alone = jaxode.rollout(model, s0, STEPS, DT, params=_world(params, 3))[1]
+    end, batch = _run_batch(model, jaxode.batch(s0, w), params, final=True)
+    # the last step's slots in use in some world: a smaller count held them
+    valid = np.asarray(end.contacts.valid).any(axis=0)
+    used = valid.shape[0] - np.argmax(valid[::-1]) if valid.any() else 0
+    assert 0 < used <= sizes[-2], (used, sizes)
+    for name in ("pos", "quat", "vel", "angvel"):
+        a, b = np.asarray(getattr(alone, name)), np.asarray(getattr(batch, name))[3]
+        bad = np.argwhere(a != b)
+        assert bad.size == 0, (f"{name}: alone and in the batch of {w} differ from step "
+                               f"{bad[0][0]} (max {np.abs(a - b).max():.3g})")
 
 
 @pytest.mark.skipif(len(jax.devices()) < 2, reason="needs 2 or more XLA devices")

@@ -16,8 +16,8 @@ A variant is a line of Python run before its trace, with ``batching``
 (jaxode.sim.solver.batching), ``constraint``, ``narrowphase``, ``pgs`` and
 ``xla`` in scope. Three names change the model instead of the code: ``CAP``
 (``contact_capacity`` at build), ``ITER`` (``Model.iterations``; ``ITER = 1``
-leaves the step without its sweeps, which shows how much of it they are) and
-``TILE`` (``Model.batch_tile``). Each variant is settled 100 steps alone first
+leaves the step without its sweeps, which shows how much of it they are),
+``TILE`` (``Model.batch_tile``) and ``SLOTS`` (``Model.slot_sizes``). Each variant is settled 100 steps alone first
 (its own model), then batched to ``--batch`` identical worlds: a
 ``jit(vmap(rollout of 10 steps))`` on one CPU device, as bench/bench_step.py's
 programs (a batch larger than the tile runs tile after tile).
@@ -77,6 +77,8 @@ def main(argv=None):
             model = model.replace(iterations=int(scope["ITER"]))
         if "TILE" in scope:
             model = model.replace(batch_tile=int(scope["TILE"]))
+        if "SLOTS" in scope:
+            model = model.replace(slot_sizes=int(scope["SLOTS"]))
         s0 = jaxode.rollout(model, jaxode.init(model), 100, dt)[0]
         states, params = batched(s0), batched(model.params)
         fn = jax.jit(jax.vmap(lambda s, p, m=model: jaxode.rollout(m, s, args.steps, dt,

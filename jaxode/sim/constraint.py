@@ -127,6 +127,8 @@ class ContactSource(NamedTuple):
 # the fields a batch with one row structure shares, and the rest
 SOURCE_INDEX = ("body1", "body2", "geom1", "geom2", "mat1", "mat2", "friction")
 SOURCE_DATA = tuple(f for f in ContactSource._fields if f not in SOURCE_INDEX)
+# the fields with one entry per contact slot (the rest are per body, geom or world)
+SOURCE_SLOT = SOURCE_INDEX + ("pos", "normal", "depth", "valid")
 
 
 # The Params fields the contact rows may read: every world, geom and material-pair

@@ -72,7 +72,7 @@ def solve(name: str, head, tail, inv_mass: jax.Array, inv_inertia: jax.Array,
           rhs_body: jax.Array, h: jax.Array, sor: jax.Array, iterations: int,
           block: int = 2, cone: bool = False, cone_rows: jax.Array = None, step=0,
           orders: jax.Array = None, tile: int = batching.AUTO, contacts=None, surface=None,
-          enabled: jax.Array = None, **options) -> Solution:
+          enabled: jax.Array = None, slot_sizes: int = 0, **options) -> Solution:
     """Run solver ``name`` (``"pgs"`` or ``"colored"``) on one world's rows.
 
     head, tail: :class:`jaxode.sim.constraint.Rows` tables (tail rows' ``findex``
@@ -89,7 +89,8 @@ def solve(name: str, head, tail, inv_mass: jax.Array, inv_inertia: jax.Array,
     its :class:`~jaxode.sim.constraint.SurfaceParams` and ``enabled`` auto-disable's
     body mask or None): the contact rows are built by the solve from these, in
     its own layout, after ``head``'s rows (then the joint rows only); ``tail``
-    and ``cone_rows`` are then not used.
+    and ``cone_rows`` are then not used; ``slot_sizes`` (``Model.slot_sizes``)
+    the smaller slot counts a batch builds them for.
     """
     if name not in SWEEPS:
         raise ValueError(f"model.solver must be one of {tuple(SWEEPS)} (got {name!r})"
@@ -118,6 +119,7 @@ def solve(name: str, head, tail, inv_mass: jax.Array, inv_inertia: jax.Array,
                           jnp.asarray(h, dtype), jnp.asarray(sor, dtype),
                           jnp.asarray(step, jnp.int32), orders, contacts, surface, enabled)
     run = batching.solver(SWEEPS[name], iterations, block, bool(cone), tile=batching.check_tile(tile),
+                          slot_sizes=batching.check_slot_sizes(slot_sizes),
                           **options)
     return Solution(*run(ins.idx, ins.data))
 
@@ -181,7 +183,8 @@ def solve_rows(model, rows, bodies, params, time=0.0, rng=None) -> Solution:
                  bodies.rhs, bodies.h, jnp.asarray(params.sor, dtype), model.iterations,
                  block=rows.block, cone=model.friction_cone,
                  step=jnp.round(time / bodies.h).astype(jnp.int32), tile=model.batch_tile,
-                 contacts=rows.contacts, surface=rows.surface, enabled=rows.enabled, **options)
+                 contacts=rows.contacts, surface=rows.surface, enabled=rows.enabled,
+                 slot_sizes=model.slot_sizes, **options)
 
 
 def solve_direct(model, rows, bodies) -> Solution:

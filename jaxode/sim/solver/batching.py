@@ -190,6 +190,91 @@ def _to_world_minor(x, batched: bool, w: int):
     return jnp.broadcast_to(x[..., None], x.shape + (w,))
 
 
+# Model.slot_sizes applies to batches of at least this many worlds (a smaller
+# one runs the full capacity: too few worlds to repay compiling the contact
+# rows more than once).
+SLOT_SIZES_MIN_WORLDS = 16
+
+
+def check_slot_sizes(n) -> int:
+    """``Model.slot_sizes`` validated: an integer >= 0."""
+    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) or n < 0:
+        raise ValueError("model.slot_sizes must be an integer >= 0 (contact-slot counts "
+                         "below the capacity a batch's solve also prepares its contact "
+                         f"rows for; 0: the capacity only) (got {n!r})")
+    return int(n)
+
+
+def slot_counts(ncon: int, smaller: int = 2) -> tuple:
+    """The contact-slot counts a batched solve is compiled for, ascending, the last
+    ``ncon`` (the capacity): each step runs the smallest that holds every slot
+    live in some world of the batch (slots are compacted live-first, so the rest
+    are empty in every world). Building and preparing a slot's rows costs the
+    same whether it is live or not (~0.45 us of CPU per slot and world-step,
+    bench/RESULTS.md, session 22), and the builder's capacity is sized for the
+    worst case (boxes: 72 slots, ~32 live at rest). Up to ``smaller``
+    (``Model.slot_sizes``) halvings of the capacity, rounded up to 8, each at
+    least 16 slots smaller than the last and not below 16."""
+    sizes = [ncon]
+    for _ in range(smaller):
+        half = -(-(sizes[-1] // 2) // 8) * 8
+        if half < 16 or sizes[-1] - half < 16:
+            break
+        sizes.append(half)
+    return tuple(sorted(sizes))
+
+
+def _problem_sized(idx, data, block: int, per_world: bool, sized) -> Problem:
+    """:func:`_problem`, or with ``sized`` = (k, sizes) (:func:`slot_counts`) the
+    contact rows built and prepared for the first ``sizes[k]`` slots only and the
+    :class:`Problem` padded to the capacity with no-op rows (zero Jacobian, rhs
+    and bounds, inactive, on the static world): the sweeps see the same rows
+    as at the full capacity, since the slots after the live ones are empty in
+    every world, and are compiled once; only this preparation is compiled
+    per size (a ``lax.switch``)."""
+    if sized is None:
+        return _problem(idx, data, block, per_world)
+    k, sizes = sized
+    ncon = sizes[-1]
+
+    def at(size):
+        def run(idx, data):
+            ic = {f: v[:size] for f, v in idx["contacts"].items()}
+            dc = {f: (v[:size] if f in constraint.SOURCE_SLOT else v)
+                  for f, v in data["contacts"].items()}
+            p = _problem(dict(idx, contacts=ic), dict(data, contacts=dc), block, per_world)
+            return _pad_problem(p, ncon - size, block, data["inv_mass"].shape[0] - 1)
+        return run
+
+    return jax.lax.switch(k, [at(s) for s in sizes], idx, data)
+
+
+def _pad_problem(p: Problem, n: int, block: int, static_body: int) -> Problem:
+    """``p`` with ``n`` empty contact slots appended: a normal row at the head's
+    end and ``block`` tail rows each, no-ops (zeros; inactive; both bodies the
+    static world ``static_body``); the tail rows' friction index continues the
+    slots' (``nj + slot``), as :func:`_problem` gives it."""
+    if not n:
+        return p
+
+    def rows(prep: Prepared, k: int) -> Prepared:
+        def pad(a, fill=0):
+            return jnp.concatenate([a, jnp.full((k,) + a.shape[1:], fill, a.dtype)])
+        return Prepared(pad(prep.b1, static_body), pad(prep.b2, static_body),
+                        *(pad(a) for a in prep[2:]))
+
+    def pad(a, k):
+        return jnp.concatenate([a, jnp.zeros((k,) + a.shape[1:], a.dtype)])
+
+    nt = p.tail.b1.shape[0]
+    nj = p.head.b1.shape[0] - nt // block
+    fidx = jnp.concatenate([p.fidx, nj + jnp.arange(nt, nt + n * block,
+                                                    dtype=p.fidx.dtype) // block])
+    return p._replace(head=rows(p.head, n), tail=rows(p.tail, n * block), fidx=fidx,
+                      pyramid=pad(p.pyramid, n * block), cone_row=pad(p.cone_row, n * block),
+                      head_active=pad(p.head_active, n), tail_active=pad(p.tail_active, n * block))
+
+
 # Model.batch_tile's default: choose the tile from the batch and the rows (tile_worlds).
 AUTO = -1
 
@@ -228,7 +313,8 @@ def tile_worlds(tile: int, w: int):
 
 
 @functools.lru_cache(maxsize=None)
-def solver(sweeps, iterations: int, block: int, cone: bool, tile: int = AUTO, **options):
+def solver(sweeps, iterations: int, block: int, cone: bool, tile: int = AUTO,
+           slot_sizes: int = 0, **options):
     """One world's solve ``f(idx, data) -> (lambda_head, lambda_tail, fc)`` (module
     docstring); ``sweeps`` a solver's sweep function, ``options`` its static options.
     ``idx``/``data``: one world's :class:`Inputs`."""
@@ -266,8 +352,9 @@ def solver(sweeps, iterations: int, block: int, cone: bool, tile: int = AUTO, **
             """The sweeps of the whole batch: ``data`` world-minor, ``idx`` shared
             or, with ``per_world``, laid out like it (each world's own)."""
             t = tile_worlds(tile, axis_size)
+            sized = _live_slot_size(idx, per_world)
             if t:
-                return _tiled(idx, per_world, t)
+                return _tiled(idx, per_world, t, sized)
 
             def lay(d, b):
                 d = _to_world_minor(d, b, axis_size)
@@ -283,11 +370,28 @@ def solver(sweeps, iterations: int, block: int, cone: bool, tile: int = AUTO, **
             # is read by five of preparation's kernels), each then reading the
             # batch-major input at a stride of a world's row table.
             wm = barrier(wm)
-            p = _problem({**idx, "step": step}, wm, block, per_world)
+            p = _problem_sized({**idx, "step": step}, wm, block, per_world, sized)
             out = sweeps(p, iterations, block, cone, live=True, **options, **_extra(per_world))
             return tuple(jnp.moveaxis(o[..., :axis_size], -1, 0) for o in out)
 
-        def _tiled(idx, per_world, t):
+        def _live_slot_size(idx, per_world):
+            """(the index into :func:`slot_counts` of the smallest that holds the
+            contact slots live in some world of the batch, the sizes), or None:
+            one size (no contact source, each world's own indices, or a batch
+            under ``SLOT_SIZES_MIN_WORLDS``)."""
+            if "contacts" not in idx or per_world or axis_size < SLOT_SIZES_MIN_WORLDS:
+                return None
+            ncon = idx["contacts"]["body1"].shape[0]
+            sizes = slot_counts(ncon, slot_sizes)
+            if len(sizes) == 1:
+                return None
+            valid = data["contacts"]["valid"]
+            if data_b["contacts"]["valid"]:
+                valid = jnp.any(valid, axis=0)
+            last = jnp.max(jnp.where(valid, jnp.arange(1, ncon + 1), 0))
+            return jnp.sum(last > jnp.asarray(sizes[:-1]), dtype=jnp.int32), sizes
+
+        def _tiled(idx, per_world, t, sized):
             # the batch in tiles of t worlds, (tiles, ..., t), swept one tile after another
             n = -(-axis_size // t)
 
@@ -316,7 +420,8 @@ def solver(sweeps, iterations: int, block: int, cone: bool, tile: int = AUTO, **
                 ready = jax.vmap(lambda i, d: _problem({**i, "step": step}, d, block, True)
                                  )(it, wm)
             else:
-                ready = jax.vmap(lambda d: _problem({**idx, "step": step}, d, block))(wm)
+                ready = jax.vmap(lambda d: _problem_sized({**idx, "step": step}, d, block,
+                                                          False, sized))(wm)
 
             def one_tile(p):
                 return sweeps(p, iterations, block, cone, live=True, **options,
