@@ -135,11 +135,11 @@ class Model:
       :func:`jaxode.sim.solver.batching.slot_counts`) a batch's solve also
       builds and prepares its contact rows for, each step taking the smallest
       that holds the slots live in some world (default 2; 0: the capacity
-      only). Each size compiles the contact rows once more (~3-6 s of XLA on
-      CPU for boxes) and saves their preparation on the empty slots (boxes
-      1.2-1.3x, bin_16 1.5x at 128 worlds; bench/RESULTS.md, session 23);
-      the results are bitwise the same; batches under 16 worlds and a world
-      alone always use the capacity.
+      only). Each size compiles the contact rows once more (~3-6 s more XLA
+      on CPU for boxes) and saves their preparation on the empty slots
+      (boxes 1.2x, bin_16 1.2-1.5x at 128-1024 worlds; bench/RESULTS.md,
+      session 23); the results are bitwise the same; batches under 16 worlds
+      and a world alone always use the capacity.
     Friction features (static, set by the builder so that unused features cost
     nothing): friction_cone (some pair uses the cone model), angular_friction
     (some surface has rolling or spinning friction: three extra rows per contact),
