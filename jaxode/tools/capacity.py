@@ -3,9 +3,11 @@
 A model's capacities are static (``WorldBuilder.build(contact_capacity=,
 pair_capacity=)``, docs/COLLISION.md "Capacity and overflow"). Too small, and
 contacts are dropped (counted in ``State.overflow_*``; the bodies sink where
-support is lost); too large, and every step pays for the empty slots: a tiled
-batch of ``boxes`` runs 1.4x faster with the 32 contact slots it uses at rest
-than with the builder's default 72 (bench/RESULTS.md, session 22).
+support is lost); too large, and every step pays for empty slots: a tiled
+batch of ``boxes`` ran 1.4x faster with the 32 contact slots it uses at rest
+than with the builder's default 72 (bench/RESULTS.md, session 22), less since
+``Model.slot_sizes`` builds a batch's contact rows for only the slots in use
+(at a coarse size, and for the union over the batch's worlds).
 :func:`needed_capacities` runs the scene with every slot available and reports
 the most contacts and overlapping pairs any world met in any step.
 """

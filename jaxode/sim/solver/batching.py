@@ -12,7 +12,10 @@ axis W). :func:`solver` wraps one into a function of one world's rows that:
   structure (the same body indices per row: no contact compaction, or
   :func:`jaxode.sim.batch_rules.compact` gave every world the union of their
   slots); ``pgs`` then stops each sweep after the last unit active in some
-  world (``live``), ``colored`` colours the rows active in any world. A batch
+  world (``live``), ``colored`` colours the rows active in any world, and a
+  batch of ``SLOT_SIZES_MIN_WORLDS`` or more builds and prepares the contact
+  rows only for the first slots live in some world (:func:`_problem_sized`,
+  ``Model.slot_sizes``). A batch
   larger than the tile (``Model.batch_tile``, :func:`tile_worlds`) is laid out
   as (tiles, ..., T), its rows prepared for all tiles at once (``vmap`` over
   the tile axis) and swept tile after tile (``lax.map``; tile k holds
