@@ -223,8 +223,6 @@ class Contacts:
     force: jax.Array
 
 
-
-
 def empty_contacts(capacity: int, dtype) -> Contacts:
     """``capacity`` contact slots, all invalid and zero (an initial state's, a
     scene without pairs')."""
@@ -232,6 +230,7 @@ def empty_contacts(capacity: int, dtype) -> Contacts:
     return Contacts(pos=jnp.zeros((capacity, 3), dtype), normal=jnp.zeros((capacity, 3), dtype),
                     depth=jnp.zeros((capacity,), dtype), geom1=zi, geom2=zi, friction=zi,
                     valid=jnp.zeros((capacity,), bool), force=jnp.zeros((capacity, 3), dtype))
+
 
 @pytree_dataclass
 class AutoDisableState:

@@ -140,6 +140,13 @@ def _rows(b1, b2, d) -> Rows:
     return Rows(b1, b2, j1, j2, c, cfm, lo, hi, None, active)
 
 
+def _slot_normal_rows(nj: int, nt: int, block: int) -> jax.Array:
+    """(nt,) int32: each of ``nt`` contact tail rows' friction index, its slot's
+    normal row (head row ``nj + slot``; used where the row has one, ``pyramid``),
+    the same for every world."""
+    return nj + jnp.arange(nt, dtype=jnp.int32) // block
+
+
 def _problem(idx, data, block: int, per_world: bool = False) -> Problem:
     """Prepare world-minor ``data`` (every array with a trailing world axis W),
     building the contact rows first where they come as a source. ``idx``: shared
@@ -166,9 +173,7 @@ def _problem(idx, data, block: int, per_world: bool = False) -> Problem:
         nj = hr.body1.shape[0]
         hr = Rows(*(None if f == "findex" else jnp.concatenate([getattr(hr, f), getattr(ch, f)])
                     for f in Rows._fields))
-        # a tail row's friction index is its slot's normal row (where it has one:
-        # ``pyr``), the same for every world
-        fidx = nj + jnp.arange(tr.findex.shape[0], dtype=jnp.int32) // block
+        fidx = _slot_normal_rows(nj, tr.findex.shape[0], block)
         pyr = tr.findex >= 0
     else:
         tr = _rows(*idx["tail"], data["tail"])
@@ -208,7 +213,7 @@ def check_slot_sizes(n) -> int:
     return int(n)
 
 
-def slot_counts(ncon: int, smaller: int = 2) -> tuple:
+def slot_counts(ncon: int, smaller: int) -> tuple:
     """The contact-slot counts a batched solve is compiled for, ascending, the last
     ``ncon`` (the capacity): each step runs the smallest that holds every slot
     live in some world of the batch (slots are compacted live-first, so the rest
@@ -255,25 +260,22 @@ def _problem_sized(idx, data, block: int, per_world: bool, sized) -> Problem:
 def _pad_problem(p: Problem, n: int, block: int, static_body: int) -> Problem:
     """``p`` with ``n`` empty contact slots appended: a normal row at the head's
     end and ``block`` tail rows each, no-ops (zeros; inactive; both bodies the
-    static world ``static_body``); the tail rows' friction index continues the
-    slots' (``nj + slot``), as :func:`_problem` gives it."""
+    static world ``static_body``); the tail rows' friction index for the
+    padded slots as :func:`_problem` gives it (:func:`_slot_normal_rows`)."""
     if not n:
         return p
 
+    def pad(a, k, fill=0):
+        return jnp.concatenate([a, jnp.full((k,) + a.shape[1:], fill, a.dtype)])
+
     def rows(prep: Prepared, k: int) -> Prepared:
-        def pad(a, fill=0):
-            return jnp.concatenate([a, jnp.full((k,) + a.shape[1:], fill, a.dtype)])
-        return Prepared(pad(prep.b1, static_body), pad(prep.b2, static_body),
-                        *(pad(a) for a in prep[2:]))
+        return Prepared(pad(prep.b1, k, static_body), pad(prep.b2, k, static_body),
+                        *(pad(a, k) for a in prep[2:]))
 
-    def pad(a, k):
-        return jnp.concatenate([a, jnp.zeros((k,) + a.shape[1:], a.dtype)])
-
-    nt = p.tail.b1.shape[0]
-    nj = p.head.b1.shape[0] - nt // block
-    fidx = jnp.concatenate([p.fidx, nj + jnp.arange(nt, nt + n * block,
-                                                    dtype=p.fidx.dtype) // block])
-    return p._replace(head=rows(p.head, n), tail=rows(p.tail, n * block), fidx=fidx,
+    nt = p.tail.b1.shape[0] + n * block
+    nj = p.head.b1.shape[0] - p.tail.b1.shape[0] // block
+    return p._replace(head=rows(p.head, n), tail=rows(p.tail, n * block),
+                      fidx=_slot_normal_rows(nj, nt, block),
                       pyramid=pad(p.pyramid, n * block), cone_row=pad(p.cone_row, n * block),
                       head_active=pad(p.head_active, n), tail_active=pad(p.tail_active, n * block))
 
