@@ -31,7 +31,8 @@ from jaxode.build.surface import Surface, erp_cfm_from_kp_kd
 from jaxode.build.materials import MaterialTable, load_materials, set_pair as set_material_pair
 from jaxode.tools import metrics  # noqa: E402
 from jaxode.tools.sweep import SweepResult, sweep  # noqa: E402
-from jaxode.tools.capacity import Capacities, needed_capacities  # noqa: E402
+from jaxode.tools.capacity import (Capacities, CapacityWarning, needed_capacities,  # noqa: E402
+                                   warn_overflow)
 from jaxode.tools.rendering import Camera, render, render_trajectory, save_gif  # noqa: E402
 from jaxode.tools.rendering import grid as render_grid  # noqa: E402
 from jaxode.sharding import map_worlds, shard_worlds, world_mesh  # noqa: E402
@@ -63,7 +64,7 @@ __all__ = [
     "set_material_pair", "Model", "Params", "State", "Contacts", "Trajectory",
     "AutoDisableState",
     "init", "step", "rollout", "batch", "mass", "sweep", "SweepResult", "metrics",
-    "needed_capacities", "Capacities",
+    "needed_capacities", "Capacities", "warn_overflow", "CapacityWarning",
     "add_force", "add_torque", "add_rel_force", "add_rel_torque", "add_force_at_pos",
     "add_force_at_rel_pos", "add_rel_force_at_pos", "add_rel_force_at_rel_pos",
     "enable", "disable", "is_enabled",

@@ -14,6 +14,7 @@ from jaxode import compile_notice, params_spec
 from jaxode.sim import autodisable
 from jaxode.sim.pipeline import guarded_step
 from jaxode.sim.solver import batching
+from jaxode.tools.capacity import warn_overflow
 from jaxode.types import Model, Params, State, Trajectory, empty_contacts
 
 
@@ -357,8 +358,12 @@ def rollout(model: Model, state: State, n_steps: int, dt, params: Optional[Param
         return _barrier_call(fn, (model, state, p, jnp.asarray(dt)))
     with compile_notice.notice(f"rollout ({_scene_text(model)}, {n_steps} steps)",
                                enabled=_concrete(state)):
-        return _rollout(model, state, p, dt, n_steps=n_steps,
-                        checkpoint_every=checkpoint_every)
+        final, traj = _rollout(model, state, p, dt, n_steps=n_steps,
+                               checkpoint_every=checkpoint_every)
+    # On the host, once per scene, when contacts or pairs were dropped (concrete
+    # results only: inside a caller's jit nothing reaches the host).
+    warn_overflow(model, final, traj, before=state, where="rollout", once=True, stacklevel=2)
+    return final, traj
 
 
 def _in_traced_vmap(tree, model: Optional[Model] = None) -> bool:

@@ -46,6 +46,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxode import api, compile_notice, params_spec
+from jaxode.tools import capacity
 from jaxode.tools.metrics import unit_of
 from jaxode.types import Model, Params, State, Trajectory
 
@@ -391,7 +392,9 @@ def _run_batch(model: Model, state: State, dt, params: Params, n_steps: int,
     def one(p):
         final, traj = api._rollout(model, state, p, dt, n_steps=n_steps)
         m = model.replace(params=p)
-        return {name: jnp.asarray(fn(m, traj, final)) for name, fn in metric_items}
+        metrics = {name: jnp.asarray(fn(m, traj, final)) for name, fn in metric_items}
+        # what the overflow warning reads on the host (not the trajectories)
+        return metrics, (final.overflow_pairs, final.overflow_contacts, jnp.max(traj.ncontact))
     return jax.vmap(one)(params)
 
 
@@ -561,7 +564,7 @@ def sweep(model: Model, state: State, n_steps: int, dt: float,
     dt_arr = jnp.asarray(dt, state.pos.dtype)
 
     report = _Progress(progress, n, n_chunks)
-    outs = []
+    outs, drops = [], []
     t0 = time.perf_counter()
     try:
         for c in range(n_chunks):
@@ -572,13 +575,20 @@ def sweep(model: Model, state: State, n_steps: int, dt: float,
                                        f"{model.nbody} bod{'y' if model.nbody == 1 else 'ies'})", enabled=progress is not False):
                 res = _run_batch_jit(model, state, dt_arr, chunk, n_steps=n_steps,
                                      metric_items=metric_items)
+            res, dropped = res
             outs.append(jax.tree.map(np.asarray, res))
+            drops.append(jax.tree.map(lambda x: np.asarray(x)[:min(batch, n - c * batch)],
+                                      dropped))
             report.update(min((c + 1) * batch, n), min(batch, n - c * batch))
     finally:
         report.close()
     wall = time.perf_counter() - t0
     for name, _ in metric_items:
         columns[name] = np.concatenate([o[name] for o in outs])[:n]
+    pairs, contacts, found = (np.concatenate(x) for x in builtins.zip(*drops))
+    start = (np.asarray(state.overflow_pairs), np.asarray(state.overflow_contacts))
+    capacity._warn(model, pairs - start[0], contacts - start[1], found, True, None, "sweep",
+                   once=True, stacklevel=2)
 
     if zip:
         axes = {k.name: columns[k.name] for k in keys}

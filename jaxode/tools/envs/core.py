@@ -31,6 +31,7 @@ import numpy as np
 import jaxode
 from jaxode import compile_notice
 from jaxode._struct import pytree_dataclass
+from jaxode.tools.capacity import warn_overflow
 from jaxode.tools.envs.randomize import check_randomize, randomize_params
 from jaxode.types import Model, Params, State
 
@@ -190,7 +191,28 @@ class Env:
     def step_batch(self, states: EnvState, actions) -> EnvState:
         """``vmap(step)``: one env step of every world. jitted once per env (and shared)."""
         self.check_action(actions, batch=np.shape(states.done))
-        return self._jit("step_batch", lambda: jax.vmap(self.step))(states, actions)
+        out = self._jit("step_batch", lambda: jax.vmap(self.step))(states, actions)
+        self._watch_overflow(out.physics)
+        return out
+
+    def _watch_overflow(self, physics: State) -> None:
+        """Warn on the host, once per env, when a world has dropped contacts or
+        pairs (:func:`jaxode.warn_overflow`). Without waiting for the device:
+        the counters of an earlier step are read once they are ready (they are
+        running totals within an episode), so the warning may come a step or
+        two after the overflow, and a step's host loop is never stalled."""
+        if self.__dict__.get("_overflow_warned") or isinstance(physics.pos, jax.core.Tracer):
+            return
+        pending = self.__dict__.get("_overflow_pending")
+        if pending is not None and all(getattr(x, "is_ready", lambda: True)() for x in (
+                pending.overflow_pairs, pending.overflow_contacts, pending.ncontact)):
+            self._overflow_pending = None
+            if warn_overflow(self.model, pending, where=f"env {self.name!r}", once=True,
+                             stacklevel=4) is not None:
+                self._overflow_warned = True
+                return
+        if self.__dict__.get("_overflow_pending") is None:
+            self._overflow_pending = physics
 
     def _jit(self, name: str, make):
         cache = self.__dict__.setdefault("_jit_cache", {})

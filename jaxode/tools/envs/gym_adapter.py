@@ -145,6 +145,7 @@ class JaxodeGymEnv(GymEnv):
             raise RuntimeError("call reset() before step()")
         s = self._step(self._state, _actions(self.env, action, ()))
         self._state = s
+        self.env._watch_overflow(s.physics)
         trunc = bool(s.info["truncation"])
         term = bool(s.done) and not trunc
         return np.array(s.obs, np.float32), float(s.reward), term, trunc, {}

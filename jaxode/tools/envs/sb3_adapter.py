@@ -78,6 +78,7 @@ class JaxodeSB3VecEnv(VecEnv):
         a = _actions(self.env, self._actions, (self.num_envs,))
         self._state, last = self._step(self._state, a)
         s = self._state
+        self.env._watch_overflow(s.physics)
         obs = np.array(s.obs, np.float32)
         rew = np.array(s.reward, np.float32)
         done = np.array(s.done, bool)
