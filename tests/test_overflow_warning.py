@@ -56,11 +56,16 @@ def _fresh_registry():
     capacity._WARNED.clear()
 
 
-def _caught(fn):
+def _caught(fn, where=None):
+    """fn()'s result and the CapacityWarning messages it gave; ``where``: a list
+    that gets each warning's (file, line)."""
     with warnings.catch_warnings(record=True) as got:
         warnings.simplefilter("always")
         out = fn()
-    return out, [str(w.message) for w in got if issubclass(w.category, jaxode.CapacityWarning)]
+    mine = [w for w in got if issubclass(w.category, jaxode.CapacityWarning)]
+    if where is not None:
+        where += [(w.filename, w.lineno) for w in mine]
+    return out, [str(w.message) for w in mine]
 
 
 def _suggested(msg: str, name: str) -> int:
@@ -72,9 +77,11 @@ def _suggested(msg: str, name: str) -> int:
 def test_rollout_warns_once_with_the_contact_capacity_that_suffices():
     model = _cubes(contact_capacity=6)
     s0 = jaxode.init(model)
-    (final, traj), msgs = _caught(lambda: jaxode.rollout(model, s0, STEPS, DT))
+    where = []
+    (final, traj), msgs = _caught(lambda: jaxode.rollout(model, s0, STEPS, DT), where)
     assert int(final.overflow_contacts) > 0
     assert len(msgs) == 1 and "1 of 1 world dropped contacts" in msgs[0], msgs
+    assert where[0][0] == __file__          # the warning points at the caller's line
     assert _suggested(msgs[0], "contact_capacity") == 8     # 4 corners x 2 cubes
     assert not re.search(r"pair_capacity=\d", msgs[0])
     # once per scene: the same run again is silent, the explicit check is not

@@ -262,7 +262,7 @@ def _warn(model: Model, pairs, contacts, found, every_step: bool, traj, where: s
 
 
 def warn_overflow(model: Model, final: State, traj=None, before: Optional[State] = None,
-                  where: str = "", once: bool = False, stacklevel: int = 2) -> Optional[str]:
+                  where: str = "", once: bool = False, stacklevel: int = 1) -> Optional[str]:
     """Warn (:class:`CapacityWarning`) when ``final``'s overflow counters grew
     from ``before``'s (default: from zero), and return the message (None: nothing
     was dropped, or the values are traced, e.g. inside a ``jax.jit``).
@@ -273,8 +273,8 @@ def warn_overflow(model: Model, final: State, traj=None, before: Optional[State]
     the last step's count); before: the state the run started from; where: a
     label for the message. ``once``: only the first warning per ``where`` and
     scene (what :func:`jaxode.rollout`, :func:`jaxode.sweep` and the envs'
-    batched steps use); stacklevel: as ``warnings.warn``'s, counted from the
-    caller of this function.
+    batched steps use); stacklevel: 1 (default) points the warning at the line
+    that called this function, 2 at the line that called that one, and so on.
 
     Call it on what a ``jit(vmap(rollout))`` of your own returned: inside a
     compiled function nothing can reach the host (jaxode adds no host callback

@@ -208,7 +208,7 @@ class Env:
                 pending.overflow_pairs, pending.overflow_contacts, pending.ncontact)):
             self._overflow_pending = None
             if warn_overflow(self.model, pending, where=f"env {self.name!r}", once=True,
-                             stacklevel=4) is not None:
+                             stacklevel=3) is not None:
                 self._overflow_warned = True
                 return
         if self.__dict__.get("_overflow_pending") is None:
