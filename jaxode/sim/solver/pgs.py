@@ -307,7 +307,9 @@ def sweeps(p, iterations: int, block: int, cone: bool, live: bool = False,
             # the current ones, so every loop reads one buffer and updates the other
             # in place, and each buffer keeps its place in the loop's carry. (One
             # buffer both read and updated made XLA copy it into and out of every
-            # loop: four copies a sweep, ~7 % of a bin_16 step.)
+            # loop: four copies a sweep, ~7 % of a bin_16 step. Reading a row's
+            # lambda from the loop's own output instead made XLA copy the table
+            # per row: 2.5-3.5x slower; bench/RESULTS.md, session 24.)
             fc, cur, scr = carry
             fc, scr = sweep(fc, cur, scr)
             fc, cur = sweep(fc, scr, cur)
