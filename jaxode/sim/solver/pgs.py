@@ -269,14 +269,17 @@ def sweeps(p, iterations: int, block: int, cone: bool, live: bool = False,
         n_head_sh = jnp.where(n_head > 0, jnp.maximum(n_head, orders.shape[-1]), 0
                               ).astype(n_head.dtype)
 
-    def phase(carry, length, perm):
-        # perm: this phase's order of the head rows (None: as given).
+    def phase(carry, length, perm, nlive=None):
+        # perm: this phase's order of the head rows (None: as given); ``length``
+        # its sweeps, static, or (with ``nlive``, the while loops' live head
+        # count for this phase, traced) a traced even number.
         # ODE sweeps lambda[order[i]]: lambda_head is carried in the phase's order,
         # and the sweeps read the row data where they lie, at order[i].
-        hp, order, inv, nlive = h, None, None, n_head
+        hp, order, inv = h, None, None
+        if nlive is None:
+            nlive = n_head if perm is None or n_head is None else n_head_sh
         if perm is not None:
             inv = jnp.zeros_like(perm).at[perm].set(jnp.arange(nh, dtype=perm.dtype))
-            nlive = n_head_sh if n_head is not None else None
             if nlive is None:   # the scan (all units): the rows gathered once per phase
                 hp = core.Prepared(*(jnp.take(a, perm, axis=0) for a in h))
             else:               # the while loop: read in place at perm[k]
@@ -302,7 +305,7 @@ def sweeps(p, iterations: int, block: int, cone: bool, live: bool = False,
                 out_t = out_b.reshape((nt,) + out_b.shape[2:])
             return fc, (out_h, out_c, out_t)
 
-        def two_sweeps(carry, _):
+        def two_sweeps(carry):
             # Double-buffered: the first sweep writes the scratch lambdas, the second
             # the current ones, so every loop reads one buffer and updates the other
             # in place, and each buffer keeps its place in the loop's carry. (One
@@ -313,15 +316,20 @@ def sweeps(p, iterations: int, block: int, cone: bool, live: bool = False,
             fc, cur, scr = carry
             fc, scr = sweep(fc, cur, scr)
             fc, cur = sweep(fc, scr, cur)
-            return (fc, cur, scr), None
+            return fc, cur, scr
 
         fc, cur, scr = carry
         if perm is not None:
             cur = (jnp.take(cur[0], perm, axis=0),) + tuple(cur[1:])
-        (fc, cur, scr), _ = jax.lax.scan(two_sweeps, (fc, cur, scr), None, length=length // 2)
-        if length % 2:
-            fc, last = sweep(fc, cur, scr)
-            cur, scr = last, cur
+        if isinstance(length, int):
+            (fc, cur, scr), _ = jax.lax.scan(lambda c, _: (two_sweeps(c), None),
+                                             (fc, cur, scr), None, length=length // 2)
+            if length % 2:
+                fc, last = sweep(fc, cur, scr)
+                cur, scr = last, cur
+        else:
+            fc, cur, scr = jax.lax.fori_loop(0, length // 2, lambda _, c: two_sweeps(c),
+                                             (fc, cur, scr))
         if perm is not None:
             cur = (jnp.take(cur[0], inv, axis=0),) + tuple(cur[1:])
         return fc, cur, scr
@@ -330,24 +338,41 @@ def sweeps(p, iterations: int, block: int, cone: bool, live: bool = False,
         lam_c0 = jnp.zeros((cu.b1.shape[0], 3, w), dtype) if cu is not None else None
         return jnp.zeros((nh, w), dtype), lam_c0, jnp.zeros((nt, w), dtype)
 
-    carry = phase((p.fc0, zeros(), zeros()), lengths[0], None)
-    if len(lengths) > 1:
+    carry = (p.fc0, zeros(), zeros())
+    if orders is None:
+        carry = phase(carry, lengths[0], None)
+    else:
         # the shuffled phases: orders (phases - 1, n_re), the rows past n_re in place
         n_re = orders.shape[-1]
         perms = jnp.concatenate([orders, jnp.broadcast_to(
             jnp.arange(n_re, nh, dtype=orders.dtype), (orders.shape[0], nh - n_re))], axis=1)
-        rest = lengths[1:]
-        # The run of full phases (FREQUENCY iterations each) is one loop over the
-        # phases (the permutation is loop data), so the program's size does not grow
-        # with the iterations (1600 iterations: 200 phases); same arithmetic, in order.
-        nfull = next((i for i, n in enumerate(rest) if n != rest[0]), len(rest))
-        if nfull > 1:
-            carry, _ = jax.lax.scan(lambda c, perm: (phase(c, rest[0], perm), None), carry,
-                                    perms[:nfull])
+        odd = [k for k, n in enumerate(lengths) if n % 2]   # the last phase, or none
+        if n_head is not None and not odd:
+            # Every phase is one trip of one loop over the phases (the first in the
+            # given order, as the identity permutation; lengths and live counts
+            # are loop data): the sweep is traced and compiled twice (the double
+            # buffer), not twice per phase (20 iterations: phases of 8, 8, 4, six
+            # copies; chain at one world compiled 1.0 s longer); the same rows in
+            # the same order.
+            perms = jnp.concatenate([jnp.arange(nh, dtype=perms.dtype)[None], perms])
+            xs = (perms, jnp.asarray(lengths, jnp.int32),
+                  jnp.stack([n_head] + [n_head_sh] * (len(lengths) - 1)).astype(jnp.int32))
+            carry, _ = jax.lax.scan(lambda c, x: (phase(c, x[1], x[0], x[2]), None), carry, xs)
         else:
-            nfull = 0
-        for k in range(nfull, len(rest)):
-            carry = phase(carry, rest[k], perms[k])
+            carry = phase(carry, lengths[0], None)
+            rest = lengths[1:]
+            # The run of full phases (FREQUENCY iterations each) is one loop over the
+            # phases (the permutation is loop data), so the program's size does not
+            # grow with the iterations (1600 iterations: 200 phases); same
+            # arithmetic, in order.
+            nfull = next((i for i, n in enumerate(rest) if n != rest[0]), len(rest))
+            if nfull > 1:
+                carry, _ = jax.lax.scan(lambda c, perm: (phase(c, rest[0], perm), None),
+                                        carry, perms[:nfull])
+            else:
+                nfull = 0
+            for k in range(nfull, len(rest)):
+                carry = phase(carry, rest[k], perms[k])
     fc, (lam_h, lam_c, lam_t), _ = carry
     if cu is None:
         return lam_h[:nh0], lam_t[:nt0], fc
