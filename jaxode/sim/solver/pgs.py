@@ -64,6 +64,13 @@ from jaxode.sim.solver.core import Block
 # Units per loop trip (loop unrolling).
 UNROLL = 4
 
+#: Sweeps over this many worlds or more (the world-minor width: a tile, or the
+#: batch) double-buffer their lambdas (:func:`sweeps`); narrower ones, one world
+#: alone above all, keep one buffer: the sweep is then traced and compiled once,
+#: not twice (boxes at one world: XLA 1.3 s less), and the copies the double
+#: buffer saves are a few bytes there. The same arithmetic either way.
+DOUBLE_BUFFER_MIN_WORLDS = 16
+
 
 def _live_count(per_unit_live: jax.Array) -> jax.Array:
     """1 + the index of the last True entry (0 if none): units past it are no-ops."""
@@ -321,7 +328,18 @@ def sweeps(p, iterations: int, block: int, cone: bool, live: bool = False,
         fc, cur, scr = carry
         if perm is not None:
             cur = (jnp.take(cur[0], perm, axis=0),) + tuple(cur[1:])
-        if isinstance(length, int):
+        if not double:
+            # one buffer, read and updated by each sweep (the entry a row reads is
+            # its own, read before it is written): one sweep per trip
+            def one(c):
+                f, lam = sweep(c[0], c[1], c[1])
+                return f, lam, c[2]
+            if isinstance(length, int):
+                (fc, cur, scr), _ = jax.lax.scan(lambda c, _: (one(c), None), (fc, cur, scr),
+                                                 None, length=length)
+            else:
+                fc, cur, scr = jax.lax.fori_loop(0, length, lambda _, c: one(c), (fc, cur, scr))
+        elif isinstance(length, int):
             (fc, cur, scr), _ = jax.lax.scan(lambda c, _: (two_sweeps(c), None),
                                              (fc, cur, scr), None, length=length // 2)
             if length % 2:
@@ -334,11 +352,13 @@ def sweeps(p, iterations: int, block: int, cone: bool, live: bool = False,
             cur = (jnp.take(cur[0], inv, axis=0),) + tuple(cur[1:])
         return fc, cur, scr
 
+    double = w >= DOUBLE_BUFFER_MIN_WORLDS
+
     def zeros():
         lam_c0 = jnp.zeros((cu.b1.shape[0], 3, w), dtype) if cu is not None else None
         return jnp.zeros((nh, w), dtype), lam_c0, jnp.zeros((nt, w), dtype)
 
-    carry = (p.fc0, zeros(), zeros())
+    carry = (p.fc0, zeros(), zeros() if double else None)
     if orders is None:
         carry = phase(carry, lengths[0], None)
     else:
@@ -347,11 +367,11 @@ def sweeps(p, iterations: int, block: int, cone: bool, live: bool = False,
         perms = jnp.concatenate([orders, jnp.broadcast_to(
             jnp.arange(n_re, nh, dtype=orders.dtype), (orders.shape[0], nh - n_re))], axis=1)
         odd = [k for k, n in enumerate(lengths) if n % 2]   # the last phase, or none
-        if n_head is not None and not odd:
+        if n_head is not None and (not odd or not double):
             # Every phase is one trip of one loop over the phases (the first in the
             # given order, as the identity permutation; lengths and live counts
             # are loop data): the sweep is traced and compiled twice (the double
-            # buffer), not twice per phase (20 iterations: phases of 8, 8, 4, six
+            # buffer; once with one buffer), not that per phase (20 iterations: phases of 8, 8, 4, six
             # copies; chain at one world compiled 1.0 s longer); the same rows in
             # the same order.
             perms = jnp.concatenate([jnp.arange(nh, dtype=perms.dtype)[None], perms])
