@@ -231,24 +231,15 @@ def as_batch_member(fn, model: Model, state: State, params: Params, dt):
         # CPU to compile as single functions and its data stay in cache. Tile k
         # holds worlds k, k + n, ... (a batch split in blocks over devices keeps
         # its share of every tile); the last worlds padded with copies.
-        n = -(-axis_size // tile)
-        pad = n * tile - axis_size
-
-        def tiles(x):
-            if pad:
-                x = jnp.concatenate([x, jnp.broadcast_to(x[-1:], (pad,) + x.shape[1:])], axis=0)
-            return jnp.swapaxes(x.reshape((tile, n) + x.shape[1:]), 0, 1)
-
-        bat = [tiles(x) for x, b in zip(flat, in_batched) if b]
+        bat = [batching.to_tiles(x, tile) for x, b in zip(flat, in_batched) if b]
 
         def one_tile(tb):
             it = iter(tb)
             f = [next(it) if b else x for x, b in zip(flat, in_batched)]
             return jax.vmap(one_world, in_axes=axes, axis_size=tile)(*f)
 
-        out = jax.lax.map(one_tile, bat)
-        out = jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1).reshape((n * tile,) + x.shape[2:])
-                           [:axis_size], out)
+        out = jax.tree.map(lambda x: batching.from_tiles(x, axis_size),
+                           jax.lax.map(one_tile, bat))
         return out, jax.tree.map(lambda _: True, out)
 
     @jax.custom_jvp
@@ -358,11 +349,11 @@ def rollout(model: Model, state: State, n_steps: int, dt, params: Optional[Param
         raise ValueError(f"checkpoint_every must be None (off) or an integer >= 1 steps per "
                          f"checkpointed block (got {checkpoint_every!r})")
     p = _check_inputs(model, state, params, dt)
+    if checkpoint_every is None and _in_traced_vmap((model, state, p, dt)):
+        out = _unwrapped_rollout((model, state, p, jnp.asarray(dt)), n_steps)
+        if out is not None:
+            return out
     if _in_traced_vmap((model, state, p, dt), model):
-        if checkpoint_every is None:
-            out = _unwrapped_rollout((model, state, p, jnp.asarray(dt)), n_steps)
-            if out is not None:
-                return out
         fn = functools.partial(_rollout_one, n_steps=n_steps, checkpoint_every=checkpoint_every)
         return _barrier_call(fn, (model, state, p, jnp.asarray(dt)))
     with compile_notice.notice(f"rollout ({_scene_text(model)}, {n_steps} steps)",
@@ -416,12 +407,14 @@ def _unwrapped_rollout(args, n_steps: int):
 
     Under the caller's vmap, ``lax.scan`` traces the step for one world and then
     batches that trace, equation by equation (``boxes`` at one world: 1.75 s of
-    a 4 s trace); here the step is traced once, already batched: the vmap's
-    tracers are unwrapped (their values, batch axis 0), the scan runs at the
-    level above the vmap with ``jax.vmap`` of the step inside, and the results
-    are handed back to the caller's vmap as its tracers (the trajectory with its
-    batch axis second). The same batched operations, bitwise the same states
-    (tests/test_batch_invariance.py)."""
+    a 4 s trace), and a batch in tiles (``Model.batch_tile``) went through
+    :func:`as_batch_member`, whose ``custom_vmap`` traces the batch of one as
+    well; here the step is traced once, already batched: the vmap's tracers are
+    unwrapped (their values, batch axis 0), the scan runs at the level above the
+    vmap with ``jax.vmap`` of the step inside (tile after tile, as
+    :func:`as_batch_member` lays them out), and the results are handed back to
+    the caller's vmap as its tracers. The same batched operations, bitwise the
+    same states (tests/test_batch_invariance.py)."""
     try:
         from jax._src import core as jax_core2
         from jax._src.interpreters.batching import BatchTracer
@@ -441,22 +434,42 @@ def _unwrapped_rollout(args, n_steps: int):
         wrap = functools.partial(BatchTracer, trace)
     except (ImportError, AttributeError, StopIteration):  # JAX moved its internals
         return None
-    with set_trace(parent):
-        floats = [i for i, x in enumerate(vals) if jnp.issubdtype(jnp.result_type(x), jnp.floating)]
-        for i, x in zip(floats, jm.barrier([vals[i] for i in floats])):
-            vals[i] = x
-        model, state, params, dt = jax.tree.unflatten(tree, vals)
-        am, a_s, ap, ad = jax.tree.unflatten(tree, axes)
+    size = next(v.shape[0] for v, a in zip(vals, axes) if a == 0)
+    am, a_s, ap, ad = jax.tree.unflatten(tree, axes)
+
+    def run(v):
+        # the rollout of a batch (leading axis) whose arrays are ``v`` (axes ``axes``)
+        model, state, params, dt = jax.tree.unflatten(tree, v)
         state = jax.vmap(lambda m, s, p, d: _guard_inputs(s, p, d),
                          in_axes=(am, a_s, ap, ad))(model, state, params, dt)
-        step = jax.vmap(lambda m, s, p, d: guarded_step(m, s, p, d), in_axes=(am, 0, ap, ad))
+        step = jax.vmap(guarded_step, in_axes=(am, 0, ap, ad))
 
         def body(s, _):
             s = step(model, s, params, dt)
             return s, jax.vmap(_record)(s)
         final, traj = jax.lax.scan(body, state, None, length=n_steps)
-    return (jax.tree.map(lambda x: wrap(x, 0), final),
-            jax.tree.map(lambda x: wrap(x, 1), traj))
+        return final, jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), traj)
+
+    with set_trace(parent):
+        floats = [i for i, x in enumerate(vals) if jnp.issubdtype(jnp.result_type(x), jnp.floating)]
+        for i, x in zip(floats, jm.barrier([vals[i] for i in floats])):
+            vals[i] = x
+        model = jax.tree.unflatten(tree, vals)[0]
+        tile = batching.tile_worlds(batching.check_tile(model.batch_tile), size)
+        if tile is None:
+            out = run(vals)
+        else:
+            batched = [i for i, a in enumerate(axes) if a == 0]
+            tiled = [batching.to_tiles(vals[i], tile) for i in batched]
+
+            def one_tile(tb):
+                v = list(vals)
+                for i, x in zip(batched, tb):
+                    v[i] = x
+                return run(v)
+            out = jax.tree.map(lambda x: batching.from_tiles(x, size),
+                               jax.lax.map(one_tile, tiled))
+    return jax.tree.map(lambda x: wrap(x, 0), out)
 
 
 def _barrier_call(fn, args):

@@ -120,6 +120,29 @@ def test_world_is_bitwise_the_same_alone_and_in_a_batch_of_smaller_slot_counts()
                                f"{bad[0][0]} (max {np.abs(a - b).max():.3g})")
 
 
+def test_world_is_bitwise_the_same_alone_and_in_a_batch_in_tiles():
+    """A batch larger than ``Model.batch_tile`` runs tile after tile (10 worlds in
+    tiles of 4: three tiles, the last padded with copies), through ``jit(vmap)``
+    (the caller's vmap unwrapped, the step traced once batched) and through an
+    eager ``vmap`` (``as_batch_member``'s rule). Truth: each world alone."""
+    model = _model().replace(batch_tile=4)
+    s0 = jaxode.init(model)
+    params = _batch_params(model, 10, seed=5)
+    one = jax.devices()[0]
+    states, params = jax.device_put(jaxode.batch(s0, 10), one), jax.device_put(params, one)
+    roll = lambda s, p: jaxode.rollout(model, s, STEPS, DT, params=p)[1]  # noqa: E731
+    runs = {"jit(vmap)": jax.jit(jax.vmap(roll))(states, params),
+            "eager vmap": jax.vmap(roll)(states, params)}
+    for w in (1, 9):    # the first tile's second world; the last world (last tile, padded)
+        alone = jaxode.rollout(model, s0, STEPS, DT, params=_world(params, w))[1]
+        for label, traj in runs.items():
+            for name in ("pos", "quat", "vel", "angvel"):
+                a, b = np.asarray(getattr(alone, name)), np.asarray(getattr(traj, name))[w]
+                bad = np.argwhere(a != b)
+                assert bad.size == 0, (f"{name}: world {w} alone and in tiles ({label}) differ "
+                                       f"from step {bad[0][0]} (max {np.abs(a - b).max():.3g})")
+
+
 @pytest.mark.skipif(len(jax.devices()) < 2, reason="needs 2 or more XLA devices")
 def test_world_in_a_batch_split_over_devices_is_bitwise_the_same_alone():
     """A batch split over the CPU devices (jaxode.shard_worlds; jaxode.batch does it

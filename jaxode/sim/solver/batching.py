@@ -303,6 +303,24 @@ def check_tile(tile) -> int:
     return int(tile)
 
 
+def to_tiles(x: jax.Array, tile: int) -> jax.Array:
+    """A batch (leading axis of ``w`` worlds) as tiles of ``tile`` worlds,
+    (n, tile, ...) with n = ceil(w / tile): tile k holds worlds k, k + n, ...,
+    k + (tile - 1) n (a batch split in contiguous blocks over devices keeps its
+    share of every tile), the last positions padded with copies of the last
+    world. :func:`from_tiles` undoes it."""
+    w = x.shape[0]
+    n = -(-w // tile)
+    if n * tile > w:
+        x = jnp.concatenate([x, jnp.broadcast_to(x[-1:], (n * tile - w,) + x.shape[1:])], axis=0)
+    return jnp.swapaxes(x.reshape((tile, n) + x.shape[1:]), 0, 1)
+
+
+def from_tiles(x: jax.Array, w: int) -> jax.Array:
+    """The batch of ``w`` worlds from its tiles (n, tile, ...) (:func:`to_tiles`)."""
+    return jnp.swapaxes(x, 0, 1).reshape((x.shape[0] * x.shape[1],) + x.shape[2:])[:w]
+
+
 def tile_worlds(tile: int, w: int):
     """Worlds per tile of a batch of ``w`` worlds (module docstring), or None:
     the whole batch in one sweep loop. ``tile``: ``Model.batch_tile`` (0:
