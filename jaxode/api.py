@@ -416,11 +416,11 @@ def _unwrapped_rollout(args, n_steps: int):
     the caller's vmap as its tracers. The same batched operations, bitwise the
     same states (tests/test_batch_invariance.py)."""
     try:
-        from jax._src import core as jax_core2
+        from jax._src import core as jax_src_core
         from jax._src.interpreters.batching import BatchTracer
         leaves, tree = jax.tree.flatten(args)
         trace = next(x._trace for x in leaves if isinstance(x, BatchTracer))
-        parent, set_trace = trace.parent_trace, jax_core2.set_current_trace
+        parent, set_trace = trace.parent_trace, jax_src_core.set_current_trace
         vals, axes = [], []
         for x in leaves:
             if isinstance(x, BatchTracer):
@@ -451,9 +451,7 @@ def _unwrapped_rollout(args, n_steps: int):
         return final, jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), traj)
 
     with set_trace(parent):
-        floats = [i for i, x in enumerate(vals) if jnp.issubdtype(jnp.result_type(x), jnp.floating)]
-        for i, x in zip(floats, jm.barrier([vals[i] for i in floats])):
-            vals[i] = x
+        vals = _held_floats(vals)
         model = jax.tree.unflatten(tree, vals)[0]
         tile = batching.tile_worlds(batching.check_tile(model.batch_tile), size)
         if tile is None:
@@ -478,12 +476,17 @@ def _barrier_call(fn, args):
     constants there, and XLA's constant folding evaluates what depends only on
     them with its own arithmetic."""
     flat, tree = jax.tree.flatten(args)
+    return fn(*jax.tree.unflatten(tree, _held_floats(flat)))
+
+
+def _held_floats(flat: list) -> list:
+    """``flat`` with its float leaves through one optimisation barrier
+    (:func:`_barrier_call`)."""
     floats = [i for i, x in enumerate(flat) if jnp.issubdtype(jnp.result_type(x), jnp.floating)]
-    held = jm.barrier([flat[i] for i in floats])
     flat = list(flat)
-    for i, x in zip(floats, held):
+    for i, x in zip(floats, jm.barrier([flat[i] for i in floats])):
         flat[i] = x
-    return fn(*jax.tree.unflatten(tree, flat))
+    return flat
 
 
 def _scene_text(model: Model) -> str:

@@ -366,7 +366,7 @@ def sweeps(p, iterations: int, block: int, cone: bool, live: bool = False,
         n_re = orders.shape[-1]
         perms = jnp.concatenate([orders, jnp.broadcast_to(
             jnp.arange(n_re, nh, dtype=orders.dtype), (orders.shape[0], nh - n_re))], axis=1)
-        odd = [k for k, n in enumerate(lengths) if n % 2]   # the last phase, or none
+        odd = any(n % 2 for n in lengths)   # the last phase can be
         if n_head is not None and (not odd or not double):
             # Every phase is one trip of one loop over the phases (the first in the
             # given order, as the identity permutation; lengths and live counts
