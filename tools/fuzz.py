@@ -48,6 +48,7 @@ of jaxode's).
         --out fuzz_f32.json [--x64] [--templates 0,3,7]
     PYTHONPATH=. python tools/fuzz.py --replay T:C:W [--seed S] [--x64]   # one world
     PYTHONPATH=. python tools/fuzz.py --table fuzz_f32.json fuzz_f64.json
+    PYTHONPATH=. python tools/fuzz.py --symmetric fuzz_f32.json --per-unit 100  # ODE-only, sampled
 
 The results file is rewritten after each chunk; a rerun with the same file
 skips the (template, chunk, precision) units already in it (resumable; split
@@ -743,6 +744,69 @@ def reclassify(path: str) -> None:
               f"{u['exploded_jaxode_only']}", flush=True)
 
 
+def symmetric(path: str, per_unit: int, out: str | None = None, sample_seed: int = 0) -> dict:
+    """The symmetric count of a results file, sampled: ``per_unit`` worlds of
+    each unit that jaxode found calm (not among its failures: neither exploded
+    nor deep) are stepped in libode (seed 0, the library ``JAXODE_ODE_LIB`` /
+    ``JAXODE_ODE_PRECISION`` name, :mod:`tools.conformance.odelib`), counting
+    those that explode there: "ODE only". Per template: the sample, ODE's
+    explosions in it, the rate scaled to the template's calm worlds, against
+    the file's jaxode-only count (ODE calm with all 16 seeds, a stricter bar).
+    Cone templates are skipped (libode has no cone). Writes the summary and
+    the exploding worlds as JSON to ``out`` when given; returns it."""
+    import random
+
+    from tools.conformance import odelib
+
+    data = _load(path)
+    rng = random.Random(sample_seed)
+    rows: dict = {}
+    hits = []
+    for u in data["units"]:
+        t = TEMPLATES[u["ti"]]
+        if t.friction == "cone":
+            continue
+        base = base_scene(t, u["seed"], u["chunk"], u["ti"])
+        bad = {f["world"] for f in u["failures"]}
+        calm = [i for i in range(u["rollouts"]) if i not in bad]
+        r = rows.setdefault(t.name, dict(template=t.name, precision=u["precision"], rollouts=0,
+                                         calm=0, sampled=0, ode_exploded=0, jaxode_only=0))
+        r["rollouts"] += u["rollouts"]
+        r["calm"] += len(calm)
+        r["jaxode_only"] += u["exploded_jaxode_only"]
+        for i in rng.sample(calm, min(per_unit, len(calm))):
+            case = world_case(t, base, world_params(t, base, u["seed"], u["chunk"], u["ti"], i),
+                              u["steps"])
+            v = check(case, run_ode(case, 0))
+            r["sampled"] += 1
+            if v["exploded"]:
+                r["ode_exploded"] += 1
+                hits.append(dict(replay=f"{u['ti']}:{u['chunk']}:{i}", template=t.name,
+                                 ode_ratio=v["ratio"]))
+    for r in rows.values():
+        r["ode_only_estimate"] = round(r["ode_exploded"] / max(r["sampled"], 1) * r["calm"])
+    summary = dict(results=path, per_unit=per_unit, sample_seed=sample_seed,
+                   library=str(odelib.load()._name), precision=odelib.PRECISION,
+                   templates=list(rows.values()), ode_only_worlds=hits)
+    if out:
+        _save(out, summary)
+    return summary
+
+
+def symmetric_table(summary: dict) -> str:
+    """The markdown table of :func:`symmetric`'s summary."""
+    lines = ["| template | rollouts | jaxode calm | sampled | ODE explodes (seed 0) | "
+             "ODE only, scaled to the calm worlds | jaxode only (ODE calm, 16 seeds) |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
+    rows = summary["templates"]
+    tot = {k: sum(r[k] for r in rows) for k in ("rollouts", "calm", "sampled", "ode_exploded",
+                                                  "ode_only_estimate", "jaxode_only")}
+    for r in rows + [dict(tot, template="**all**")]:
+        lines.append(f"| {r['template']} | {r['rollouts']:,} | {r['calm']:,} | {r['sampled']:,} | "
+                     f"{r['ode_exploded']:,} | {r['ode_only_estimate']:,} | {r['jaxode_only']:,} |")
+    return "\n".join(lines)
+
+
 def table(paths) -> str:
     """The markdown summary table of one or more results files."""
     units = []
@@ -825,8 +889,16 @@ def main(argv=None) -> int:
     ap.add_argument("--list", action="store_true", help="list the templates")
     ap.add_argument("--reclassify", type=str, default=None,
                     help="replay a results file's 'jaxode only' worlds with all ODE_SEEDS")
+    ap.add_argument("--symmetric", type=str, default=None, metavar="RESULTS",
+                    help="sample the worlds jaxode found calm in a results file and step them "
+                         "in libode (seed 0): how often ODE explodes where jaxode did not "
+                         "(--per-unit worlds per unit; the summary to --out)")
+    ap.add_argument("--per-unit", type=int, default=40, help="with --symmetric")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args(argv)
+    if args.symmetric:
+        print(symmetric_table(symmetric(args.symmetric, args.per_unit, args.out, args.seed)))
+        return 0
     if args.list:
         for i, t in enumerate(TEMPLATES):
             print(i, t)

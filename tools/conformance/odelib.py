@@ -3,7 +3,11 @@
 Pure Python + numpy.  Needs a double-precision ODE shared library (Debian's
 ``libode8`` / ``libode-dev`` 0.16 is built with ``dDOUBLE``).  If the library
 cannot be loaded, :func:`load` raises :class:`OdeUnavailable`; tests should
-skip on it.
+skip on it. ``JAXODE_ODE_LIB`` names another library file; with
+``JAXODE_ODE_PRECISION=single`` (read at import) the structs are bound for a
+dSINGLE build (dReal = float) instead, to compare with ODE's own float32
+rounding (docs/RELIABILITY.md, session 26). :func:`load` checks the build's
+precision against the binding (``dCheckConfiguration``).
 
 Main entry points
 
@@ -87,7 +91,14 @@ dSphereClass, dBoxClass, dCapsuleClass, dCylinderClass, dPlaneClass = 0, 1, 2, 3
 # ---------------------------------------------------------------------------
 # structs (dDOUBLE build: dReal = double)
 # ---------------------------------------------------------------------------
-dReal = ctypes.c_double
+# ``JAXODE_ODE_PRECISION=single`` (read once, at import) binds a dSINGLE build
+# instead (dReal = float; give its path in ``JAXODE_ODE_LIB``): ODE's own
+# float32 rounding, to compare jaxode's float32 runs with (docs/RELIABILITY.md).
+PRECISION = os.environ.get("JAXODE_ODE_PRECISION", "double").strip().lower()
+if PRECISION not in ("double", "single"):
+    raise ValueError("JAXODE_ODE_PRECISION must be 'double' (Debian's libode, dDOUBLE) or "
+                     f"'single' (a dSINGLE build named by JAXODE_ODE_LIB) (got {PRECISION!r})")
+dReal = ctypes.c_float if PRECISION == "single" else ctypes.c_double
 dVector3 = dReal * 4  # common.h: dV3E__MAX == 4 (padded)
 dVector4 = dReal * 4
 dMatrix3 = dReal * 12  # 3 rows of 4
@@ -140,10 +151,10 @@ class dMass(ctypes.Structure):
 
 
 # int mode (+4 pad) + 14 dReals
-assert ctypes.sizeof(dSurfaceParameters) == 120
-assert ctypes.sizeof(dContactGeom) == 96
-assert ctypes.sizeof(dContact) == 248
-assert ctypes.sizeof(dMass) == 136
+# the C layouts' sizes on x86-64 (double: dReal 8 bytes; single: 4)
+_SIZES = {"double": (120, 96, 248, 136), "single": (60, 64, 144, 68)}[PRECISION]
+assert (ctypes.sizeof(dSurfaceParameters), ctypes.sizeof(dContactGeom), ctypes.sizeof(dContact),
+        ctypes.sizeof(dMass)) == _SIZES
 
 NearCallback = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
 
@@ -159,6 +170,7 @@ _VP = ctypes.c_void_p
 # name: (restype, argtypes)
 _SIGNATURES = {
     "dInitODE2": (_I, [ctypes.c_uint]),
+    "dCheckConfiguration": (_I, [ctypes.c_char_p]),
     "dRandSetSeed": (None, [_UL]),
     "dRandGetSeed": (_UL, []),
     # world
@@ -516,17 +528,14 @@ def load() -> ctypes.CDLL:
 
 
 def _check_double_precision(lib):
-    """Make sure the library uses dReal = double (a single-precision build would
-    silently read garbage through our structs)."""
+    """Make sure the library's dReal is the one bound here (``PRECISION``): a
+    build of the other precision would silently read garbage through our structs."""
     global _LOAD_ERROR
-    w = lib.dWorldCreate()
-    try:
-        lib.dWorldSetCFM(w, 1.0e-10)
-        cfm = lib.dWorldGetCFM(w)
-    finally:
-        lib.dWorldDestroy(w)
-    if cfm != 1.0e-10:
-        _LOAD_ERROR = "ODE library is not a double-precision (dDOUBLE) build"
+    ok = lib.dCheckConfiguration(b"ODE_double_precision" if PRECISION == "double"
+                                 else b"ODE_single_precision")
+    if not ok:
+        _LOAD_ERROR = (f"ODE library {lib._name} is not a {PRECISION}-precision "
+                       f"(d{PRECISION.upper()}) build (JAXODE_ODE_PRECISION={PRECISION})")
         raise OdeUnavailable(_LOAD_ERROR)
 
 
