@@ -23,13 +23,13 @@ bench/RESULTS.md, session 18).
 """
 from __future__ import annotations
 
-import collections
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 
 from jaxode import params_spec
+from jaxode._struct import pytree_dataclass, static_field
 from jaxode.sim import math as jm
 from jaxode.build.surface import erp_cfm_from_kp_kd
 from jaxode.types import FRICTION_BOX, FRICTION_CONE, Contacts, Model, Params
@@ -64,11 +64,6 @@ def _combine_soft(a: jax.Array, b: jax.Array, world: jax.Array, use_min: bool) -
     both = jnp.minimum(a, b) if use_min else jnp.maximum(a, b)
     one = jnp.where(set_a, a, b)
     return jnp.where(set_a & set_b, both, jnp.where(set_a | set_b, one, world))
-
-
-def _opt(x, shape_like):
-    """A Params field that may be missing (None) on hand-built Params: unset (-1)."""
-    return jnp.full(shape_like.shape, -1.0, shape_like.dtype) if x is None else x
 
 
 # ---------------------------------------------------------------- layout
@@ -131,21 +126,66 @@ SOURCE_DATA = tuple(f for f in ContactSource._fields if f not in SOURCE_INDEX)
 SOURCE_SLOT = SOURCE_INDEX + ("pos", "normal", "depth", "valid")
 
 
-# The Params fields the contact rows may read: every world, geom and material-pair
-# field of the declaration (jaxode.params_spec), so a new surface parameter
-# reaches the rows (built by the solver from this share) with no list to extend.
-SURFACE_FIELDS = tuple(s.name for s in params_spec.SPECS.values()
-                       if s.entity in ("world", "geom", "material_pair"))
-#: A world's params as the contact rows read them (:func:`surface_params`): the
-#: fields of :data:`SURFACE_FIELDS` (None: not used by the model), so that the
-#: solver lays out only these per world.
-SurfaceParams = collections.namedtuple("SurfaceParams", SURFACE_FIELDS,
-                                       defaults=(None,) * len(SURFACE_FIELDS))
+# The Params fields the contact rows read, by entity (jaxode.params_spec): the
+# world's, each geom's (fdir1 reaches the rows turned into the world, through
+# ContactSource.fdir) and the material pairs' tables.
+WORLD_SURFACE = ("erp", "cfm", "contact_max_correcting_vel", "contact_surface_layer")
+GEOM_SURFACE = tuple(s.name for s in params_spec.SPECS.values()
+                     if s.entity == "geom" and s.name != "fdir1")
+PAIR_SURFACE = tuple(s.name for s in params_spec.SPECS.values()
+                     if s.entity == "material_pair")
+
+
+@pytree_dataclass
+class SurfaceParams:
+    """A world's params as the contact rows read them (:func:`surface_params`),
+    packed: one array per entity, so that laying them out for the solver
+    moves three arrays, not ~30, and a contact reads each of its geoms' values
+    with one gather (a kernel each on XLA CPU: the first call's compile time
+    follows their number; bench/RESULTS.md, session 26).
+
+    world (4,): the :data:`WORLD_SURFACE` values; geom (G, F): column k is the
+    per-geom field ``geom_fields[k]`` (those of :data:`GEOM_SURFACE` the params
+    carry, in that order); pair (M, M, P) or None: column k the material-pair
+    table ``pair_fields[k]``. Either layout: world-minor adds a trailing world
+    axis W to each array.
+    """
+
+    world: jax.Array
+    geom: jax.Array
+    pair: jax.Array | None
+    geom_fields: tuple = static_field(default=())
+    pair_fields: tuple = static_field(default=())
+
+    def has(self, name: str) -> bool:
+        """Whether the params carry the geom or material-pair field ``name``."""
+        return name in self.geom_fields or name in self.pair_fields
+
+    def world_value(self, name: str) -> jax.Array:
+        """The world field ``name`` of :data:`WORLD_SURFACE`: () or (W,)."""
+        return self.world[WORLD_SURFACE.index(name)]
+
+    def at(self, geoms: jax.Array) -> dict:
+        """The per-geom fields at ``geoms`` (C,) int: {field: (C,) or (C, W)}."""
+        rows = self.geom[geoms]
+        return {f: rows[:, k] for k, f in enumerate(self.geom_fields)}
+
+    def pair_at(self, i1: jax.Array, i2: jax.Array) -> dict:
+        """The material-pair tables at (i1, i2) (C,) int: {field: (C,) or (C, W)}."""
+        rows = self.pair[i1, i2]
+        return {f: rows[:, k] for k, f in enumerate(self.pair_fields)}
 
 
 def surface_params(params: Params) -> SurfaceParams:
-    """The contact rows' share of a world's params."""
-    return SurfaceParams(**{f: getattr(params, f, None) for f in SURFACE_FIELDS})
+    """The contact rows' share of a world's params (:class:`SurfaceParams`)."""
+    world = jnp.stack([jnp.asarray(getattr(params, f)) for f in WORLD_SURFACE])
+    gf = tuple(f for f in GEOM_SURFACE if getattr(params, f, None) is not None)
+    ng = jnp.shape(params.mu)[0]
+    geom = (jnp.stack([getattr(params, f) for f in gf], axis=1) if gf
+            else jnp.zeros((ng, 0), world.dtype))
+    pf = tuple(f for f in PAIR_SURFACE if getattr(params, f, None) is not None)
+    pair = jnp.stack([getattr(params, f) for f in pf], axis=2) if pf else None
+    return SurfaceParams(world=world, geom=geom, pair=pair, geom_fields=gf, pair_fields=pf)
 
 
 def source(model: Model, params: Params, contacts: Contacts, body_pos: jax.Array,
@@ -202,118 +242,131 @@ class ContactSurface(NamedTuple):
     motion2: jax.Array
 
 
-def mix_surfaces(src: ContactSource, params: SurfaceParams, angular: bool) -> ContactSurface:
+def _unset(side: dict, name: str, like: jax.Array) -> jax.Array:
+    """A geom field at the contacts, or unset (-1) where the params lack it."""
+    v = side.get(name)
+    return jnp.full(like.shape, -1.0, like.dtype) if v is None else v
+
+
+def mix_surfaces(src: ContactSource, params: SurfaceParams, angular: bool,
+                 sides: tuple = None) -> ContactSurface:
     """Surface mixing: the two geoms' surface parameters (and the world's, where a
     surface leaves one unset) combined into each contact's (:class:`ContactSurface`).
     ``angular`` (static): the model has rolling/spinning friction. ``params``: a
-    world's :class:`~jaxode.types.Params` or :class:`SurfaceParams`. Either layout:
-    per-geom arrays (G,) or (G, W), world scalars () or (W,)."""
-    g1, g2 = src.geom1, src.geom2
+    world's :class:`SurfaceParams`, in either layout; ``sides``: its per-geom
+    fields at the contacts' geoms 1 and 2 (``params.at``), when read already."""
+    a, b = sides if sides is not None else (params.at(src.geom1), params.at(src.geom2))
     h = src.h
     dtype = src.depth.dtype
     shape = src.depth.shape                     # (C,) + ws
     p = params
+    w_erp, w_cfm = p.world_value("erp"), p.world_value("cfm")
     # Surface combination (see jaxode.build.surface).
-    mu = jnp.minimum(p.mu[g1], p.mu[g2])
+    mu = jnp.minimum(a["mu"], b["mu"])
     # mu2 < 0: unset, equal to the geom's mu (ODE without dContactMu2).
-    mu2_geom = jnp.where(p.mu2 < 0, p.mu, p.mu2)
-    mu2 = jnp.minimum(mu2_geom[g1], mu2_geom[g2])
-    bounce = jnp.minimum(p.bounce[g1], p.bounce[g2])
-    bounce_vel = jnp.minimum(p.bounce_vel[g1], p.bounce_vel[g2])
-    erp = _combine_soft(p.soft_erp[g1], p.soft_erp[g2], p.erp, use_min=True)
-    cfm = _combine_soft(p.soft_cfm[g1], p.soft_cfm[g2], p.cfm, use_min=False)
-    if p.kp is not None:
+    mu2 = jnp.minimum(jnp.where(a["mu2"] < 0, a["mu"], a["mu2"]),
+                      jnp.where(b["mu2"] < 0, b["mu"], b["mu2"]))
+    bounce = jnp.minimum(a["bounce"], b["bounce"])
+    bounce_vel = jnp.minimum(a["bounce_vel"], b["bounce_vel"])
+    erp = _combine_soft(a["soft_erp"], b["soft_erp"], w_erp, use_min=True)
+    cfm = _combine_soft(a["soft_cfm"], b["soft_cfm"], w_cfm, use_min=False)
+    if p.has("kp"):
         # kp/kd where set (springs in series, dampers in parallel): the step's ERP/CFM.
-        kp1, kp2 = p.kp[g1], p.kp[g2]
+        kp1, kp2 = a["kp"], b["kp"]
         set1, set2 = kp1 >= 0, kp2 >= 0
         has_kp = set1 | set2
         s1 = jnp.where(set1, kp1, 1.0)
         s2 = jnp.where(set2, kp2, 1.0)
         kp = jnp.where(set1 & set2, s1 * s2 / jnp.where(s1 + s2 > 0, s1 + s2, 1.0),
                        jnp.where(set1, s1, s2))
-        kd_geom = jnp.maximum(_opt(p.kd, p.kp), 0.0)
+        kd1 = jnp.maximum(_unset(a, "kd", kp1), 0.0)
+        kd2 = jnp.maximum(_unset(b, "kd", kp2), 0.0)
         # kp > 0 where set (validated); kp = 1 on the other lanes: no zero divisor.
-        erp_kp, cfm_kp = erp_cfm_from_kp_kd(kp, kd_geom[g1] + kd_geom[g2], h)
+        erp_kp, cfm_kp = erp_cfm_from_kp_kd(kp, kd1 + kd2, h)
         erp = jnp.where(has_kp, erp_kp, erp)
         cfm = jnp.where(has_kp, cfm_kp, cfm)
-    max_vel = jnp.minimum(jnp.minimum(p.max_vel[g1], p.max_vel[g2]), p.contact_max_correcting_vel)
-    min_depth = jnp.minimum(jnp.minimum(p.min_depth[g1], p.min_depth[g2]), p.contact_surface_layer)
+    max_vel = jnp.minimum(jnp.minimum(a["max_vel"], b["max_vel"]),
+                          p.world_value("contact_max_correcting_vel"))
+    min_depth = jnp.minimum(jnp.minimum(a["min_depth"], b["min_depth"]),
+                            p.world_value("contact_surface_layer"))
     # Friction-row CFM: force-dependent slip where set (ODE dContactSlip1/2), else the world's.
-    if p.slip1 is None:
-        fcfm1 = fcfm2 = jnp.broadcast_to(p.cfm, shape)
+    if not p.has("slip1"):
+        fcfm1 = fcfm2 = jnp.broadcast_to(w_cfm, shape)
     else:
-        slip2_geom = jnp.where(p.slip2 < 0, p.slip1, p.slip2)
-        fcfm1 = _combine_soft(p.slip1[g1], p.slip1[g2], p.cfm, use_min=True)
-        fcfm2 = _combine_soft(slip2_geom[g1], slip2_geom[g2], p.cfm, use_min=True)
+        fcfm1 = _combine_soft(a["slip1"], b["slip1"], w_cfm, use_min=True)
+        fcfm2 = _combine_soft(jnp.where(a["slip2"] < 0, a["slip1"], a["slip2"]),
+                              jnp.where(b["slip2"] < 0, b["slip1"], b["slip2"]),
+                              w_cfm, use_min=True)
 
     # Pair values of the static, rolling and spinning friction from the surfaces.
     zero = jnp.zeros_like(mu)
     smu, vs = mu, zero
-    if p.static_mu is not None:
-        smu = _combine_soft(p.static_mu[g1], p.static_mu[g2], mu, use_min=True)
-        vs_geom = _opt(p.static_speed, p.static_mu)
-        vs = _combine_soft(vs_geom[g1], vs_geom[g2], zero, use_min=True)
+    if p.has("static_mu"):
+        smu = _combine_soft(a["static_mu"], b["static_mu"], mu, use_min=True)
+        vs = _combine_soft(_unset(a, "static_speed", a["static_mu"]),
+                           _unset(b, "static_speed", b["static_mu"]), zero, use_min=True)
     roll = spin = zero
     if angular:
-        roll_geom, spin_geom = _opt(p.rolling, p.mu), _opt(p.spinning, p.mu)
-        roll = _combine_soft(roll_geom[g1], roll_geom[g2], zero, True)
-        spin = _combine_soft(spin_geom[g1], spin_geom[g2], zero, True)
+        roll = _combine_soft(_unset(a, "rolling", a["mu"]), _unset(b, "rolling", b["mu"]),
+                             zero, True)
+        spin = _combine_soft(_unset(a, "spinning", a["mu"]), _unset(b, "spinning", b["mu"]),
+                             zero, True)
 
     # Material pairs (both geoms name a material): the table replaces those values.
-    if p.mat_friction is not None:
+    if p.pair is not None:
         m1, m2 = src.mat1, src.mat2
         use = (m1 >= 0) & (m2 >= 0)
         # the upper triangle is read (a sweep may set one element of a pair)
-        i1 = jnp.maximum(jnp.minimum(m1, m2), 0)
-        i2 = jnp.maximum(jnp.maximum(m1, m2), 0)
+        pt = p.pair_at(jnp.maximum(jnp.minimum(m1, m2), 0), jnp.maximum(jnp.maximum(m1, m2), 0))
         if len(shape) > 1:
             use = use[:, None]
 
-        def pick(table, cur):
-            v = table[i1, i2]
+        def pick(name, cur):
+            v = pt[name]
             return jnp.where(use & (v >= 0), v, cur)
 
-        mu = pick(p.mat_friction, mu)
-        mu2 = pick(p.mat_friction, mu2)
-        bounce = pick(p.mat_restitution, bounce)
-        bounce_vel = pick(p.mat_restitution_threshold, bounce_vel)
-        erp = pick(p.mat_soft_erp, erp)
-        cfm = pick(p.mat_soft_cfm, cfm)
-        smu = pick(p.mat_static_friction, jnp.where(use, mu, smu))
-        vs = pick(p.mat_static_speed, jnp.where(use, 0.0, vs))
-        roll = pick(p.mat_rolling, jnp.where(use, 0.0, roll))
-        spin = pick(p.mat_spinning, jnp.where(use, 0.0, spin))
+        mu = pick("mat_friction", mu)
+        mu2 = pick("mat_friction", mu2)
+        bounce = pick("mat_restitution", bounce)
+        bounce_vel = pick("mat_restitution_threshold", bounce_vel)
+        erp = pick("mat_soft_erp", erp)
+        cfm = pick("mat_soft_cfm", cfm)
+        smu = pick("mat_static_friction", jnp.where(use, mu, smu))
+        vs = pick("mat_static_speed", jnp.where(use, 0.0, vs))
+        roll = pick("mat_rolling", jnp.where(use, 0.0, roll))
+        spin = pick("mat_spinning", jnp.where(use, 0.0, spin))
 
-    motion_n = (jnp.zeros(shape, dtype) if p.motionN is None
-                else p.motionN[g1] + p.motionN[g2])
-    if p.motion1 is None:
+    motion_n = (jnp.zeros(shape, dtype) if not p.has("motionN")
+                else a["motionN"] + b["motionN"])
+    if not p.has("motion1"):
         motion1 = motion2 = jnp.zeros(shape, dtype)
     else:
-        motion1 = p.motion1[g2] - p.motion1[g1]
-        motion2 = p.motion2[g2] - p.motion2[g1]
+        motion1 = b["motion1"] - a["motion1"]
+        motion2 = b["motion2"] - a["motion2"]
     return ContactSurface(mu, mu2, bounce, bounce_vel, erp, cfm, fcfm1, fcfm2, smu, vs, roll,
                           spin, max_vel, min_depth, motion_n, motion1, motion2)
 
 
-def _torsional_bound(p: Params, g1, g2, depth, spin):
+def _torsional_bound(a: dict, b: dict, depth, spin):
     """Gazebo's torsional friction (its ODE's dContactMu3 row, contact.cpp): where
     either geom sets ``torsional``, the spin row's bound per unit normal force is
     ``3 pi/16 * mu3 * a`` [m] (uniform pressure over a disc of radius a), with
     mu3 = min of the torsional values set, a = max(patch_radius) when both
     geoms use_patch_radius, else sqrt(R depth), R = 1/(1/R_1 + 1/R_2)
-    (ODEPhysics::Collide) and depth past min_depth [m]; elsewhere ``spin``."""
-    t1, t2 = p.torsional[g1], p.torsional[g2]
+    (ODEPhysics::Collide) and depth past min_depth [m]; elsewhere ``spin``.
+    ``a``, ``b``: the geom fields at the contacts' two geoms (SurfaceParams.at)."""
+    t1, t2 = a["torsional"], b["torsional"]
     has = (t1 >= 0) | (t2 >= 0)
     mu3 = _combine_soft(t1, t2, jnp.zeros_like(spin), use_min=True)
-    patch = jnp.maximum(p.patch_radius[g1], p.patch_radius[g2])
-    inv = 1.0 / p.surface_radius[g1] + 1.0 / p.surface_radius[g2]    # 1/0 = inf: R = 0
+    patch = jnp.maximum(a["patch_radius"], b["patch_radius"])
+    inv = 1.0 / a["surface_radius"] + 1.0 / b["surface_radius"]    # 1/0 = inf: R = 0
     radius = jnp.where(inv > 0, 1.0 / jnp.where(inv > 0, inv, 1.0), jnp.inf)
-    use_patch = jnp.minimum(p.use_patch_radius[g1], p.use_patch_radius[g2]) > 0.5
+    use_patch = jnp.minimum(a["use_patch_radius"], b["use_patch_radius"]) > 0.5
     rd = jnp.where(depth > 0, radius * depth, 0.0)
     ok = (rd > 0) & jnp.isfinite(rd)               # (double where: finite gradients)
     a_r = jnp.where(ok, jnp.sqrt(jnp.where(ok, rd, 1.0)), jnp.where(rd > 0, jnp.inf, 0.0))
-    a = jnp.where(use_patch, patch, a_r)
-    bound = jnp.where(mu3 > 0, (3.0 * jnp.pi / 16.0) * mu3 * a, 0.0)
+    ar = jnp.where(use_patch, patch, a_r)
+    bound = jnp.where(mu3 > 0, (3.0 * jnp.pi / 16.0) * mu3 * ar, 0.0)
     return jnp.where(has, bound, spin)
 
 
@@ -344,7 +397,8 @@ def rows_of(src: ContactSource, params: SurfaceParams, angular: bool
     unit_z = jnp.array([0.0, 0.0, 1.0], dtype).reshape((3,) + (1,) * len(ws))
     n = jnp.where(vcol, src.normal, unit_z)
     p = params
-    sf = mix_surfaces(src, params, angular)
+    sides = (p.at(src.geom1), p.at(src.geom2))
+    sf = mix_surfaces(src, p, angular, sides)
     mu, mu2, bounce, bounce_vel = sf.mu, sf.mu2, sf.bounce, sf.bounce_vel
     erp, cfm, smu, vs = sf.erp, sf.cfm, sf.smu, sf.vs
     roll, spin, max_vel, min_depth = sf.roll, sf.spin, sf.max_vel, sf.min_depth
@@ -383,7 +437,7 @@ def rows_of(src: ContactSource, params: SurfaceParams, angular: bool
     # Static friction (RaiSim's material pair): below static_speed the
     # coefficient blends linearly from static_mu (at rest) to mu (at static_speed),
     # using the tangential contact speed at the start of the step.
-    if p.static_mu is not None or p.mat_friction is not None:
+    if p.has("static_mu") or p.pair is not None:
         vrel = v1 + _cross3(w1, r1) - v2 - _cross3(w2, r2)
         vt = vrel - _dot3(vrel, n)[:, None] * n
         vt2 = _dot3(vt, vt)
@@ -441,15 +495,15 @@ def rows_of(src: ContactSource, params: SurfaceParams, angular: bool
         n2 = jnp.abs(_dot3(r2, n))
         ndyn = dyn1.astype(dtype) + dyn2.astype(dtype)
         r_e = (jnp.where(dyn1, n1, 0.0) + jnp.where(dyn2, n2, 0.0)) / jnp.maximum(ndyn, 1.0)
-        if p.torsional is not None:
-            spin = jnp.where(valid, _torsional_bound(p, src.geom1, src.geom2, depth, spin), spin)
+        if p.has("torsional"):
+            spin = jnp.where(valid, _torsional_bound(*sides, depth, spin), spin)
         for t, bnd in ((t1, roll * r_e), (t2, roll * r_e), (n, spin)):
             a, b = arow(t)
             ja.append(a)
             jb.append(b)
             bounds.append(bnd)
             tc.append(jnp.zeros(shape, dtype))
-            tcfm.append(jnp.broadcast_to(p.cfm, shape))
+            tcfm.append(jnp.broadcast_to(p.world_value("cfm"), shape))
             rscale.append(jnp.ones((ncon,), bool))
             ract.append(valid & (bnd > 0))
     k = len(ja)

@@ -57,7 +57,8 @@ def build(model: Model, params: Params, b: Bodies, c: Collision,
     ``enabled`` (nbody,) bool (auto-disable): rows touching no enabled body
     (islands of disabled bodies, which ODE does not step) are made inactive."""
     src = constraint.source(model, params, c.contacts, b.pos, b.vel, b.angvel, c.grot, b.h)
-    head, tail, cone_rows = constraint.rows_of(src, params, model.angular_friction)
+    surface = constraint.surface_params(params)
+    head, tail, cone_rows = constraint.rows_of(src, surface, model.angular_friction)
     jt = joint_stage.rows(model, params, b)
     njrows = sum(t.c.shape[0] for t in jt.tables)
     if jt.tables:
@@ -73,7 +74,7 @@ def build(model: Model, params: Params, b: Bodies, c: Collision,
         tail = tail._replace(active=tail.active & autodisable.row_mask(
             enabled, tail.body1, tail.body2))
     return RowSet(head=head, tail=tail, cone_rows=cone_rows, joint_wrench=jt.wrench,
-                  contacts=src, surface=constraint.surface_params(params), enabled=enabled,
+                  contacts=src, surface=surface, enabled=enabled,
                   block=block_width(model), njoint_rows=njrows, joint_layout=jt.layout)
 
 
