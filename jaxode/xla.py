@@ -21,17 +21,22 @@ whatever the backend, and a CPU-only jaxlib accepts the GPU ones):
   vectors stay; the measured cost is within this VM's run-to-run noise
   (bench/RESULTS.md).
 
-- ``--xla_backend_extra_options=xla_cpu_small_while_loop_byte_threshold=100000``:
-  XLA's CPU compiler compiles a while loop whose buffers total less than this
-  many bytes (default 1024) into one function instead of running its body as
-  a chain of kernels, each dispatched by the runtime (~0.1-0.2 us apiece). The
-  solver's row loops of one world (or a few) are such loops: a row update is
-  a handful of tiny kernels, so at batch 1 the dispatch was most of the step.
-  With the threshold, ``boxes`` at batch 1 ran 5,600 world-steps/s instead of
-  1,060 and ``chain`` 11,250 instead of 1,950 (bench/RESULTS.md, session 13);
-  a batch's loops (bytes grow with the batch) stay as they were. Same
-  arithmetic (bitwise the same trajectories). Not set when ``XLA_FLAGS``
-  already has ``--xla_backend_extra_options`` (give it the key yourself).
+- ``--xla_backend_extra_options=xla_cpu_small_while_loop_byte_threshold=1000000``:
+  XLA's CPU compiler compiles a while loop one trip of which accesses fewer
+  than this many bytes (XLA's cost analysis of the body; default 1024) into
+  one function instead of running its body as a chain of kernels, each
+  dispatched by the runtime (~0.1-0.2 us apiece). The solver's row loops of
+  one world (or a few) are such loops: a row update is a handful of tiny
+  kernels, so at batch 1 the dispatch was most of the step. With a threshold
+  of 100,000, ``boxes`` at batch 1 ran 5,600 world-steps/s instead of 1,060
+  and ``chain`` 11,250 instead of 1,950 (bench/RESULTS.md, session 13). At
+  1,000,000 the loop over a tile's sweeps (32 worlds, every reorder phase and
+  iteration) qualifies too, not only its row loops: at 1,024 worlds on two
+  devices ``boxes`` ran ~11 %, ``walker`` ~13 % and ``chain`` ~8 % faster,
+  ``stack`` alike (medians of alternating runs, session 26); the rollout's
+  step loop and an untiled batch's sweeps stay over it. Same arithmetic
+  (bitwise the same trajectories). Not set when ``XLA_FLAGS`` already has
+  ``--xla_backend_extra_options`` (give it the key yourself).
 - ``--xla_gpu_enable_command_buffer=+WHILE,+CONDITIONAL`` and
   ``--xla_gpu_graph_min_graph_size=1`` (GPU): XLA records while loops and
   conditionals into CUDA graphs (conditional nodes) instead of running them
@@ -95,7 +100,7 @@ MAX_ISA_FLAG = "--xla_cpu_max_isa"
 NO_FMA_ISA = "AVX"
 EXTRA_OPTIONS_FLAG = "--xla_backend_extra_options"
 SMALL_LOOP_OPTION = "xla_cpu_small_while_loop_byte_threshold"
-SMALL_LOOP_BYTES = 100_000
+SMALL_LOOP_BYTES = 1_000_000
 COMMAND_BUFFER_FLAG = "--xla_gpu_enable_command_buffer"
 COMMAND_BUFFER_TYPES = "+WHILE,+CONDITIONAL"
 GRAPH_SIZE_FLAG = "--xla_gpu_graph_min_graph_size"

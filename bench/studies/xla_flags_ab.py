@@ -1,0 +1,86 @@
+"""XLA flag settings against each other, alternately, on a noisy machine (session 26).
+
+    PYTHONPATH=. python bench/studies/xla_flags_ab.py --scene boxes --batch 1024 --steps 100 \\
+        --rounds 3 -- "--xla_backend_extra_options=xla_cpu_small_while_loop_byte_threshold=100000" \\
+        "--xla_backend_extra_options=xla_cpu_small_while_loop_byte_threshold=1000000"
+
+XLA reads its flags once per process, so each setting runs in its own process
+(``XLA_FLAGS`` = the setting; jaxode adds its defaults for the flags the
+setting leaves out). The settings alternate, round after round, so that the
+VM's drift (often 20-30 % within an hour here) hits them alike. Each process
+builds the scene as ``python -m bench`` does (``jax.jit(jax.vmap(rollout))``;
+a batch the CPU device count divides runs sharded through
+``jaxode.map_worlds``), compiles it (from a persistent cache of its own, so
+only a setting's first round compiles), runs it once, then times three calls
+and keeps the best. Prints one line per (round, setting) and the per-setting
+medians in world-steps/s.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def worker(scene: str, batch: int, steps: int) -> None:
+    import jaxode  # noqa: I001  (before jax starts: XLA flags and the compilation cache)
+    import jax
+
+    from bench import scenes as S
+
+    model = S.model_of(scene).replace(solver="pgs")
+    states = jaxode.batch(jaxode.init(model), batch)
+    params = jaxode.batch(model.params, batch)
+    one = lambda s, p: jaxode.rollout(model, s, steps, 0.01, params=p)[0]  # noqa: E731
+    if len(jax.devices()) > 1 and batch % len(jax.devices()) == 0:
+        mesh = jaxode.world_mesh()
+        states, params = jaxode.shard_worlds(states, mesh), jaxode.shard_worlds(params, mesh)
+        fn = jaxode.map_worlds(one, mesh)
+    else:
+        fn = jax.jit(jax.vmap(one))
+    t = time.perf_counter()
+    jax.block_until_ready(fn(states, params))
+    first = time.perf_counter() - t
+    best = float("inf")
+    for _ in range(3):
+        t = time.perf_counter()
+        jax.block_until_ready(fn(states, params))
+        best = min(best, time.perf_counter() - t)
+    print(json.dumps(dict(world_steps_s=batch * steps / best, first_s=first)))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("settings", nargs="+", help="XLA_FLAGS values to compare")
+    ap.add_argument("--scene", default="boxes")
+    ap.add_argument("--batch", type=int, default=1024)
+    ap.add_argument("--steps", type=int, default=100)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.worker:
+        worker(a.scene, a.batch, a.steps)
+        return
+    cache = tempfile.mkdtemp(prefix="jaxode_flags_ab_")
+    results = {s: [] for s in a.settings}
+    for r in range(a.rounds):
+        for s in a.settings:
+            env = dict(os.environ, XLA_FLAGS=s, JAXODE_XLA_CACHE=cache)
+            out = subprocess.run([sys.executable, __file__, "--worker", "--scene", a.scene,
+                                  "--batch", str(a.batch), "--steps", str(a.steps), "--", s],
+                                 env=env, capture_output=True, text=True, check=True)
+            rec = json.loads(out.stdout.strip().splitlines()[-1])
+            results[s].append(rec["world_steps_s"])
+            print(f"round {r} [{s}]: {rec['world_steps_s']:,.0f} world-steps/s "
+                  f"(first call {rec['first_s']:.1f} s)", flush=True)
+    for s, v in results.items():
+        print(f"median [{s}]: {statistics.median(v):,.0f} world-steps/s over {len(v)} rounds")
+
+
+if __name__ == "__main__":
+    main()
