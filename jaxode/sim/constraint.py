@@ -140,9 +140,9 @@ PAIR_SURFACE = tuple(s.name for s in params_spec.SPECS.values()
 class SurfaceParams:
     """A world's params as the contact rows read them (:func:`surface_params`),
     packed: one array per entity, so that laying them out for the solver
-    moves three arrays, not ~30, and a contact reads each of its geoms' values
-    with one gather (a kernel each on XLA CPU: the first call's compile time
-    follows their number; bench/RESULTS.md, session 26).
+    moves three arrays, not ~30, and a contact reads all of a geom's values
+    with one gather, not one per field (each a kernel run per step on XLA CPU:
+    one world's step 231 -> 213; bench/RESULTS.md, session 26).
 
     world (4,): the :data:`WORLD_SURFACE` values; geom (G, F): column k is the
     per-geom field ``geom_fields[k]`` (those of :data:`GEOM_SURFACE` the params
