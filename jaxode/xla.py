@@ -32,8 +32,9 @@ whatever the backend, and a CPU-only jaxlib accepts the GPU ones):
   and ``chain`` 11,250 instead of 1,950 (bench/RESULTS.md, session 13). At
   1,000,000 the loop over a tile's sweeps (32 worlds, every reorder phase and
   iteration) qualifies too, not only its row loops: at 1,024 worlds on two
-  devices ``boxes`` ran ~11 %, ``walker`` ~13 % and ``chain`` ~8 % faster,
-  ``stack`` alike (medians of alternating runs, session 26); the rollout's
+  devices ``boxes`` ran ~13 %, ``walker`` ~15 % and ``chain`` ~7 % faster,
+  ``stack`` alike (medians of alternating runs with the loop hoisted, session
+  26, bench/studies/xla_flags_ab.py); the rollout's
   step loop and an untiled batch's sweeps stay over it. Same arithmetic
   (bitwise the same trajectories). Not set when ``XLA_FLAGS`` already has
   ``--xla_backend_extra_options`` (give it the key yourself).
