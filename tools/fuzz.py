@@ -769,8 +769,9 @@ def symmetric(path: str, per_unit: int, out: str | None = None, sample_seed: int
         base = base_scene(t, u["seed"], u["chunk"], u["ti"])
         bad = {f["world"] for f in u["failures"]}
         calm = [i for i in range(u["rollouts"]) if i not in bad]
-        r = rows.setdefault(t.name, dict(template=t.name, precision=u["precision"], rollouts=0,
-                                         calm=0, sampled=0, ode_exploded=0, jaxode_only=0))
+        r = rows.setdefault((u["precision"], t.name),
+                            dict(template=t.name, precision=u["precision"], rollouts=0,
+                                 calm=0, sampled=0, ode_exploded=0, jaxode_only=0))
         r["rollouts"] += u["rollouts"]
         r["calm"] += len(calm)
         r["jaxode_only"] += u["exploded_jaxode_only"]
@@ -795,15 +796,19 @@ def symmetric(path: str, per_unit: int, out: str | None = None, sample_seed: int
 
 def symmetric_table(summary: dict) -> str:
     """The markdown table of :func:`symmetric`'s summary."""
-    lines = ["| template | rollouts | jaxode calm | sampled | ODE explodes (seed 0) | "
+    lines = ["| precision | template | rollouts | jaxode calm | sampled | ODE explodes (seed 0) | "
              "ODE only, scaled to the calm worlds | jaxode only (ODE calm, 16 seeds) |",
-             "|---|---:|---:|---:|---:|---:|---:|"]
-    rows = summary["templates"]
-    tot = {k: sum(r[k] for r in rows) for k in ("rollouts", "calm", "sampled", "ode_exploded",
-                                                  "ode_only_estimate", "jaxode_only")}
-    for r in rows + [dict(tot, template="**all**")]:
-        lines.append(f"| {r['template']} | {r['rollouts']:,} | {r['calm']:,} | {r['sampled']:,} | "
-                     f"{r['ode_exploded']:,} | {r['ode_only_estimate']:,} | {r['jaxode_only']:,} |")
+             "|---|---|---:|---:|---:|---:|---:|---:|"]
+    keys = ("rollouts", "calm", "sampled", "ode_exploded", "ode_only_estimate", "jaxode_only")
+    for prec in ("float32", "float64"):
+        rows = [r for r in summary["templates"] if r["precision"] == prec]
+        if not rows:
+            continue
+        tot = dict({k: sum(r[k] for r in rows) for k in keys}, template="**all**", precision=prec)
+        for r in rows + [tot]:
+            lines.append(f"| {prec} | {r['template']} | {r['rollouts']:,} | {r['calm']:,} | "
+                         f"{r['sampled']:,} | {r['ode_exploded']:,} | {r['ode_only_estimate']:,} "
+                         f"| {r['jaxode_only']:,} |")
     return "\n".join(lines)
 
 

@@ -8,12 +8,11 @@ XLA reads its flags once per process, so each setting runs in its own process
 (``XLA_FLAGS`` = the setting; jaxode adds its defaults for the flags the
 setting leaves out). The settings alternate, round after round, so that the
 VM's drift (often 20-30 % within an hour here) hits them alike. Each process
-builds the scene as ``python -m bench`` does (``jax.jit(jax.vmap(rollout))``;
-a batch the CPU device count divides runs sharded through
-``jaxode.map_worlds``), compiles it (from a persistent cache of its own, so
-only a setting's first round compiles), runs it once, then times three calls
-and keeps the best. Prints one line per (round, setting) and the per-setting
-medians in world-steps/s.
+runs the scene as ``python -m bench`` does (``bench.__main__.run_jaxode``: the
+batch sharded over the CPU devices, the best of two timed calls), with a
+persistent compilation cache of its own, so only a setting's first round
+compiles. Prints one line per (round, setting) and the per-setting medians in
+world-steps/s.
 """
 from __future__ import annotations
 
@@ -24,34 +23,15 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 
 def worker(scene: str, batch: int, steps: int) -> None:
-    import jaxode  # noqa: I001  (before jax starts: XLA flags and the compilation cache)
-    import jax
-
+    """One setting's run: ``python -m bench``'s own (``bench.__main__.run_jaxode``)."""
     from bench import scenes as S
+    from bench.__main__ import run_jaxode
 
-    model = S.model_of(scene).replace(solver="pgs")
-    states = jaxode.batch(jaxode.init(model), batch)
-    params = jaxode.batch(model.params, batch)
-    one = lambda s, p: jaxode.rollout(model, s, steps, 0.01, params=p)[0]  # noqa: E731
-    if len(jax.devices()) > 1 and batch % len(jax.devices()) == 0:
-        mesh = jaxode.world_mesh()
-        states, params = jaxode.shard_worlds(states, mesh), jaxode.shard_worlds(params, mesh)
-        fn = jaxode.map_worlds(one, mesh)
-    else:
-        fn = jax.jit(jax.vmap(one))
-    t = time.perf_counter()
-    jax.block_until_ready(fn(states, params))
-    first = time.perf_counter() - t
-    best = float("inf")
-    for _ in range(3):
-        t = time.perf_counter()
-        jax.block_until_ready(fn(states, params))
-        best = min(best, time.perf_counter() - t)
-    print(json.dumps(dict(world_steps_s=batch * steps / best, first_s=first)))
+    r = run_jaxode(S.model_of(scene), batch, steps)
+    print(json.dumps(dict(world_steps_s=r["world_steps_per_s"], compile_s=r["compile_s"])))
 
 
 def main() -> None:
@@ -77,7 +57,7 @@ def main() -> None:
             rec = json.loads(out.stdout.strip().splitlines()[-1])
             results[s].append(rec["world_steps_s"])
             print(f"round {r} [{s}]: {rec['world_steps_s']:,.0f} world-steps/s "
-                  f"(first call {rec['first_s']:.1f} s)", flush=True)
+                  f"(compile or cache load {rec['compile_s']:.1f} s)", flush=True)
     for s, v in results.items():
         print(f"median [{s}]: {statistics.median(v):,.0f} world-steps/s over {len(v)} rounds")
 

@@ -180,9 +180,7 @@ def surface_params(params: Params) -> SurfaceParams:
     """The contact rows' share of a world's params (:class:`SurfaceParams`)."""
     world = jnp.stack([jnp.asarray(getattr(params, f)) for f in WORLD_SURFACE])
     gf = tuple(f for f in GEOM_SURFACE if getattr(params, f, None) is not None)
-    ng = jnp.shape(params.mu)[0]
-    geom = (jnp.stack([getattr(params, f) for f in gf], axis=1) if gf
-            else jnp.zeros((ng, 0), world.dtype))
+    geom = jnp.stack([getattr(params, f) for f in gf], axis=1)   # mu etc. always present
     pf = tuple(f for f in PAIR_SURFACE if getattr(params, f, None) is not None)
     pair = jnp.stack([getattr(params, f) for f in pf], axis=2) if pf else None
     return SurfaceParams(world=world, geom=geom, pair=pair, geom_fields=gf, pair_fields=pf)
@@ -249,13 +247,14 @@ def _unset(side: dict, name: str, like: jax.Array) -> jax.Array:
 
 
 def mix_surfaces(src: ContactSource, params: SurfaceParams, angular: bool,
-                 sides: tuple = None) -> ContactSurface:
+                 sides: tuple) -> ContactSurface:
     """Surface mixing: the two geoms' surface parameters (and the world's, where a
     surface leaves one unset) combined into each contact's (:class:`ContactSurface`).
     ``angular`` (static): the model has rolling/spinning friction. ``params``: a
     world's :class:`SurfaceParams`, in either layout; ``sides``: its per-geom
-    fields at the contacts' geoms 1 and 2 (``params.at``), when read already."""
-    a, b = sides if sides is not None else (params.at(src.geom1), params.at(src.geom2))
+    fields at the contacts' geoms 1 and 2 (``params.at``; :func:`rows_of` reads
+    them once for this and the torsional bound)."""
+    a, b = sides
     h = src.h
     dtype = src.depth.dtype
     shape = src.depth.shape                     # (C,) + ws

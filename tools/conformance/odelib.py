@@ -522,12 +522,12 @@ def load() -> ctypes.CDLL:
     if lib.dInitODE2(0) == 0:
         _LOAD_ERROR = "dInitODE2(0) failed"
         raise OdeUnavailable(_LOAD_ERROR)
-    _check_double_precision(lib)
+    _check_precision(lib)
     _LIB = lib
     return lib
 
 
-def _check_double_precision(lib):
+def _check_precision(lib):
     """Make sure the library's dReal is the one bound here (``PRECISION``): a
     build of the other precision would silently read garbage through our structs."""
     global _LOAD_ERROR
