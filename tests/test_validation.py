@@ -540,10 +540,17 @@ def test_candidate_pairs_match_the_rules_by_brute_force():
                       collide_bits=int(rng.choice(bits)))
             [b.add_sphere, lambda r, **a: b.add_box((r, r, r), **a),
              lambda r, **a: b.add_capsule(r, 0.2, **a)][int(rng.integers(0, 3))](0.1, **kw)
+        if i == 3:   # static geoms between and after the dynamic ones
+            b.add_box((1, 1, 1), pos=(-5, 0, 0), category_bits=2, collide_bits=2)
+    b.add_sphere(0.5, pos=(0, 5, 0))
     b.add_ball(0, 1, anchor=(0.5, 0, 1))
     b.add_ball(2, 3, anchor=(2.5, 0, 1), collide=True)
     b.exclude_pair(4, 6)
     m = b.build()
+    for g in m.pair_groups:   # rows in (i, j) order of the geoms, i < j
+        ij = [tuple(sorted((int(x), int(y)))) for x, y in zip(np.asarray(g.geom1),
+                                                               np.asarray(g.geom2))]
+        assert ij == sorted(ij) and len(set(ij)) == len(ij)
     got = sorted((int(x), int(y)) for g in m.pair_groups
                  for x, y in zip(np.asarray(g.geom1), np.asarray(g.geom2)))
     want = []

@@ -27,6 +27,8 @@ from jaxode.sim import joints as jt
 from jaxode.sim import narrowphase, pipeline
 from jaxode import params_spec
 
+_DEFAULT_SURFACE = Surface()   # frozen; shared by every geom added without a surface
+
 
 def _vec(name: str, value, n: int) -> np.ndarray:
     try:
@@ -104,6 +106,15 @@ def _bits(name: str, v) -> int:
     if not isinstance(v, (int, np.integer)) or v < 0 or v > 0xFFFFFFFF:
         raise ValueError(f"{name} must be an integer in [0, 2**32-1] (got {v!r})")
     return int(v)
+
+
+def _group_by_identity(objs: list) -> list:
+    """[(obj, indices)] for each distinct object (by identity) of ``objs``, in
+    order of first appearance; indices an int array into ``objs``."""
+    groups: dict[int, tuple] = {}
+    for k, o in enumerate(objs):
+        groups.setdefault(id(o), (o, []))[1].append(k)
+    return [(o, np.asarray(idx, np.int64)) for o, idx in groups.values()]
 
 
 def _state_round(v) -> np.ndarray:
@@ -302,6 +313,7 @@ class WorldBuilder:
         self.hulls: list[tuple[int, hull_lib.HullData]] = []  # (geom, hull tables)
         self.meshes: list[tuple[int, mesh_lib.MeshData, Optional[int]]] = []  # (geom, tables, K cap)
         self.excluded_pairs: set[frozenset] = set()  # body pairs that never collide
+        self._valid_surfaces: dict[int, Surface] = {}  # id -> Surface checked (kept alive)
 
     # --------------------------------------------------------------- materials
     def add_material(self, name: str, **props) -> None:
@@ -385,10 +397,13 @@ class WorldBuilder:
                 raise ValueError(f"{where}: body must be an existing body index in "
                                  f"[0, {len(self.bodies) - 1}] or None (got {body!r})")
             body = int(body)
-        surface = Surface() if surface is None else surface
+        surface = _DEFAULT_SURFACE if surface is None else surface
         if not isinstance(surface, Surface):
             raise ValueError(f"{where}: surface must be a jaxode.Surface (got {type(surface).__name__})")
-        surface.validate(f"{where}: surface")
+        if id(surface) not in self._valid_surfaces:
+            # a Surface is frozen: checked once per object, however many geoms share it
+            surface.validate(f"{where}: surface")
+            self._valid_surfaces[id(surface)] = surface
         self.geoms.append(dict(
             type=gtype, size=size, body=body, pos=_vec(f"{where}: pos", pos, 3),
             quat=_quat(f"{where}: quat", quat), surface=surface,
@@ -1005,79 +1020,98 @@ class WorldBuilder:
         neither's category_bits meets the other's collide_bits, or their bodies
         are in ``jointed`` (joined without collide=True, or exclude_pair).
         geom1 is the one whose type comes first in the narrowphase's table
-        (a mesh on a body is geom 1 of a mesh-mesh pair). Vectorised over j
-        for each geom i (numpy), so the cost is ~n rows of O(n) array work
-        instead of n^2/2 Python iterations."""
+        (a mesh on a body is geom 1 of a mesh-mesh pair).
+
+        Cost: proportional to (dynamic geoms) x (all geoms), never to
+        (static geoms)^2: a pair has a dynamic geom, so the pairs are made as
+        two families, (i dynamic, j > i any) and (i static, j > i dynamic),
+        each in chunks of whole numpy arrays, and the two i-sorted families are
+        merged by one stable sort (a linear merge of two runs)."""
         geoms, ng = self.geoms, len(self.geoms)
         if ng < 2:
             return {}
-        body = np.array([-1 if g["body"] is None else g["body"] for g in geoms], np.int64)
+        nb = len(self.bodies)
+        body = np.array([nb if g["body"] is None else g["body"] for g in geoms], np.int32)
+        dyn = body < nb
         cat = np.array([g["category"] for g in geoms], np.int64)
         col = np.array([g["collide"] for g in geoms], np.int64)
-        typ = np.array([g["type"] for g in geoms], np.int64)
-        maxc = np.array([g["surface"].max_contacts for g in geoms], np.int64)
+        typ = np.array([g["type"] for g in geoms], np.int32)
+        maxc = np.array([g["surface"].max_contacts for g in geoms], np.int32)
         fric = np.array([FRICTION_MODELS[g["surface"].friction] if g["surface"].friction
-                         else -1 for g in geoms], np.int64)
+                         else -1 for g in geoms], np.int32)
         default_fric = FRICTION_MODELS[self.friction_model]
         ntype = int(typ.max()) + 1
         # per (type_i, type_j): 0 = (i, j) in table order, 1 = swapped, 2 = no collider
-        order = np.full((ntype, ntype), 2, np.int64)
+        order = np.full((ntype, ntype), 2, np.int8)
         for t1 in range(ntype):
             for t2 in range(ntype):
                 if (t1, t2) in narrowphase.PAIR_FUNCTIONS:
                     order[t1, t2] = 0
                 elif (t2, t1) in narrowphase.PAIR_FUNCTIONS:
                     order[t1, t2] = 1
-        partners: dict[int, list] = {}
-        for pair in jointed:
-            if len(pair) == 2:
-                u, v = (-1 if x is None else int(x) for x in pair)
-                partners.setdefault(u, []).append(v)
-                partners.setdefault(v, []).append(u)
-        rows = []
-        for i in range(ng - 1):
-            j = np.arange(i + 1, ng)
-            bi, bj = body[i], body[j]
-            keep = ((bi >= 0) | (bj >= 0)) & ((bi < 0) | (bj != bi))
-            keep &= ((cat[i] & col[j]) != 0) | ((cat[j] & col[i]) != 0)
-            if int(bi) in partners:
-                keep &= ~np.isin(bj, partners[int(bi)])
-            j = j[keep]
-            if not j.size:
-                continue
-            ti, tj = typ[i], typ[j]
-            how = order[ti, tj]
-            bad = np.flatnonzero(how == 2)
-            fi, fj = fric[i], fric[j]
-            clash = np.flatnonzero((fi >= 0) & (fj >= 0) & (fj != fi))
-            if bad.size and (not clash.size or bad[0] <= clash[0]):
-                jj = int(j[bad[0]])
-                names = [ct.GEOM_TYPE_NAMES[t] for t in (ti, typ[jj])]
-                raise ValueError(
-                    f"geoms {i} and {jj} ({names[0]}-{names[1]}): no collider for this "
-                    f"pair, and one of them is on a body; use add_convex (the convex "
-                    f"hull, or convex pieces) for one of them, or category_bits / "
-                    f"collide_bits so that they never collide")
-            swap = how == 1
-            # the mesh on a body is geom 1 of a mesh-mesh pair (its triangles become prisms)
-            swap |= (ti == ct.TRIMESH) & (tj == ct.TRIMESH) & (bi < 0)
-            a = np.where(swap, j, i)
-            b = np.where(swap, i, j)
-            if clash.size:
-                k = clash[0]
-                self._pair_friction(geoms[int(a[k])], geoms[int(b[k])], int(a[k]), int(b[k]))
-            f = np.where(fi >= 0, fi, np.where(fj >= 0, fj, default_fric))
-            rows.append(np.stack([a, b, np.minimum(maxc[i], maxc[j]), f,
-                                  typ[a] * ntype + typ[b]], axis=1).astype(np.int32))
-        if not rows:
+        # body pairs that never collide, as sorted keys lo * (nb + 1) + hi (static = nb)
+        excl = sorted({min(u, v) * (nb + 1) + max(u, v) for u, v in
+                       ((nb if x is None else int(x) for x in pair)
+                        for pair in jointed if len(pair) == 2)})
+        excl = np.asarray(excl, np.int64)
+
+        def family(rows_i: np.ndarray, cols: np.ndarray) -> list:
+            """Kept (i, j) pairs, i from rows_i, j > i from cols; i-major order."""
+            out = []
+            chunk = max(1, (1 << 22) // max(1, cols.size))
+            for s in range(0, rows_i.size, chunk):
+                i = rows_i[s:s + chunk, None]
+                j = cols[None, :]
+                keep = (j > i) & (body[i] != body[j])
+                keep &= ((cat[i] & col[j]) != 0) | ((cat[j] & col[i]) != 0)
+                ii, jj = np.nonzero(keep)
+                ii, jj = rows_i[s + ii], cols[jj]
+                if excl.size:
+                    bi, bj = body[ii], body[jj]
+                    key = np.minimum(bi, bj).astype(np.int64) * (nb + 1) + np.maximum(bi, bj)
+                    sel = ~np.isin(key, excl)
+                    ii, jj = ii[sel], jj[sel]
+                out.append((ii, jj))
+            return out
+
+        allidx = np.arange(ng, dtype=np.int32)
+        parts = family(allidx[dyn], allidx) + family(allidx[~dyn], allidx[dyn])
+        i = np.concatenate([p[0] for p in parts])
+        j = np.concatenate([p[1] for p in parts])
+        if not i.size:
             return {}
-        allr = np.concatenate(rows)
-        keys = allr[:, 4]
-        out = {}
-        for kcode in np.unique(keys):
-            sel = allr[keys == kcode, :4]
-            out[(int(kcode) // ntype, int(kcode) % ntype)] = np.ascontiguousarray(sel)
-        return out
+        by_i = np.argsort(i, kind="stable")     # merges the two i-sorted runs
+        i, j = i[by_i], j[by_i]
+        ti, tj = typ[i], typ[j]
+        how = order[ti, tj]
+        fi, fj = fric[i], fric[j]
+        bad = np.flatnonzero(how == 2)
+        clash = np.flatnonzero((fi >= 0) & (fj >= 0) & (fj != fi))
+        if bad.size and (not clash.size or bad[0] <= clash[0]):
+            k = bad[0]
+            names = [ct.GEOM_TYPE_NAMES[t] for t in (ti[k], tj[k])]
+            raise ValueError(
+                f"geoms {i[k]} and {j[k]} ({names[0]}-{names[1]}): no collider for this "
+                f"pair, and one of them is on a body; use add_convex (the convex "
+                f"hull, or convex pieces) for one of them, or category_bits / "
+                f"collide_bits so that they never collide")
+        swap = how == 1
+        # the mesh on a body is geom 1 of a mesh-mesh pair (its triangles become prisms)
+        swap |= (ti == ct.TRIMESH) & (tj == ct.TRIMESH) & ~dyn[i]
+        a = np.where(swap, j, i)
+        b = np.where(swap, i, j)
+        if clash.size:
+            k = clash[0]
+            self._pair_friction(geoms[int(a[k])], geoms[int(b[k])], int(a[k]), int(b[k]))
+        f = np.where(fi >= 0, fi, np.where(fj >= 0, fj, default_fric))
+        allr = np.stack([a, b, np.minimum(maxc[i], maxc[j]), f], axis=1).astype(np.int32)
+        keys = typ[a] * ntype + typ[b]
+        by_key = np.argsort(keys, kind="stable")   # (i, j) order kept within a group
+        keys, allr = keys[by_key], allr[by_key]
+        starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+        ends = np.r_[starts[1:], keys.size]
+        return {(int(keys[s]) // ntype, int(keys[s]) % ntype): np.ascontiguousarray(allr[s:e])
+                for s, e in zip(starts, ends)}
 
     def build(self, contact_capacity: Optional[int] = None, pair_capacity: Optional[int] = None) -> Model:
         """Freeze the scene into a :class:`Model`.
@@ -1134,6 +1168,7 @@ class WorldBuilder:
         f = jnp.asarray
         b, g = self.bodies, self.geoms
         surf = [gg["surface"] for gg in g]
+        surf_groups = _group_by_identity(surf)
 
         values = dict(
             gravity=self.gravity,
@@ -1146,11 +1181,12 @@ class WorldBuilder:
         for spec in params_spec.SPECS_LIST:
             if spec.entity == "geom":
                 # The Surface attribute named by the declaration; None = unset (its default).
-                vals = [getattr(s, spec.surface_attr) for s in surf]
-                values[spec.name] = np.array(
-                    [np.broadcast_to(np.asarray(spec.default if v is None else v, np.float64),
-                                     spec.shape) for v in vals],
-                    dtype=np.float64).reshape((ngeom,) + tuple(spec.shape))
+                # One array per field; the Python work is per distinct Surface, not per geom.
+                arr = np.empty((ngeom,) + tuple(spec.shape), np.float64)
+                for s, idx in surf_groups:
+                    v = getattr(s, spec.surface_attr)
+                    arr[idx] = np.asarray(spec.default if v is None else v, np.float64)
+                values[spec.name] = arr
             elif spec.entity == "joint_axis":
                 key = spec.name[len("joint_"):]
                 values[spec.name] = np.array([[ax[key] for ax in j["axes"]] for j in self.joints],
