@@ -1,6 +1,6 @@
 """Where a batched step's time goes, kernel by kernel, on XLA CPU (session 17).
 
-    PYTHONPATH=. python bench/studies/profile_step.py boxes [--batch 1024] [--reps 5] [--top 40]
+    PYTHONPATH=. python bench/studies/profile_step.py boxes [--batch 1024] [--reps 5] [--top 40] [--rollout K]
 
 One CPU device. The scene is settled 100 steps (one world), batched to
 ``--batch`` identical worlds, and ``jit(vmap(physics_step))`` is compiled and
@@ -54,6 +54,9 @@ def main(argv=None):
     ap.add_argument("--batch", type=int, default=1024)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--top", type=int, default=40)
+    ap.add_argument("--rollout", type=int, default=0, metavar="K",
+                    help="profile jit(vmap(jaxode.rollout)) of K steps (the bench's program: "
+                         "the whole step in tiles) instead of one physics_step; per step")
     args = ap.parse_args(argv)
     os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "")
                                + " --xla_force_host_platform_device_count=1").strip()
@@ -74,7 +77,12 @@ def main(argv=None):
                                                       + np.shape(x)).copy(), tree)
 
     states, params = batch(s0), batch(model.params)
-    fn = jax.jit(jax.vmap(lambda s, p: pipeline.physics_step(model, s, p, dt)))
+    if args.rollout:
+        fn = jax.jit(jax.vmap(lambda s, p: jaxode.rollout(model, s, args.rollout, dt,
+                                                          params=p)[0]))
+    else:
+        fn = jax.jit(jax.vmap(lambda s, p: pipeline.physics_step(model, s, p, dt)))
+    per_call = max(1, args.rollout)
     compiled = fn.lower(states, params).compile()
     where = source_lines(compiled.as_text())
     for _ in range(3):
@@ -93,16 +101,16 @@ def main(argv=None):
             for ev in line.events:
                 if ev.name.startswith("end: "):   # a kernel's completion marker
                     continue
-                ms[ev.name] += ev.duration_ns / 1e6 / args.reps
+                ms[ev.name] += ev.duration_ns / 1e6 / args.reps / per_call
                 count[ev.name] += 1
     loops = {k: v for k, v in ms.items() if k.startswith(("while", "call", "cond"))}
     leaves = {k: v for k, v in ms.items() if k not in loops and not k.startswith("Thunk")}
     print(f"{args.scene}, {args.batch} worlds, one CPU device, ms of CPU per step "
           f"(summed over XLA's threads); leaf kernels {sum(leaves.values()):.1f} ms, "
-          f"{sum(count[k] for k in leaves) / args.reps:.0f} kernel runs per step")
+          f"{sum(count[k] for k in leaves) / args.reps / per_call:.0f} kernel runs per step")
     print("loops (time includes their kernels):")
     for k, v in sorted(loops.items(), key=lambda kv: -kv[1])[:8]:
-        print(f"  {v:8.2f}  {k} (x{count[k] / args.reps:.0f})")
+        print(f"  {v:8.2f}  {k} (x{count[k] / args.reps / per_call:.0f})")
     by_file, by_line = collections.Counter(), collections.Counter()
     for k, v in leaves.items():
         f, func, ln = where.get(k, ("(no source: copies, broadcasts)", "", 0))
@@ -111,7 +119,7 @@ def main(argv=None):
     if os.environ.get("PROFILE_COUNTS"):
         print("leaf kernels run at least once per tile and sweep:")
         for k in sorted(leaves, key=lambda k: -count[k])[:30]:
-            print(f"  x{count[k] / args.reps:6.0f} {leaves[k]:7.2f} ms  {k}")
+            print(f"  x{count[k] / args.reps / per_call:6.0f} {leaves[k]:7.2f} ms  {k}")
     print("leaf kernels by module:")
     for k, v in by_file.most_common(15):
         print(f"  {v:8.2f}  {k}")
