@@ -821,6 +821,8 @@ def table(paths) -> str:
     cols = ("rollouts", "world_steps", "exploded", "exploded_ode_also", "exploded_ode_other_seed",
             "exploded_jaxode_only", "exploded_jaxode_only_ode_order", "exploded_cone_only",
             "nonfinite", "deep", "deep_ode_also", "deep_jaxode_only", "deep_cone_only", "overflow")
+    if any("ode_only" in u for u in units):   # --ode-all: every world stepped in libode too
+        cols += ("ode_seed0_exploded", "ode_only")
     head = ("| precision | template | " + " | ".join(cols) + " | max depth [m] | max KE ratio | s |")
     lines += [head, "|" + "---|" * (len(cols) + 5)]
     for prec in ("float32", "float64"):

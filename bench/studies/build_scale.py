@@ -5,8 +5,7 @@ sphere and a box) above it; prints the time to add the geoms, the time of
 build(), and the candidate pairs the model holds (every pair with a dynamic
 geom that the collide rules keep: the narrowphase's static pair tables).
 
-    PYTHONPATH=. python bench/studies/build_scale.py 9900 100
-    PYTHONPATH=. python bench/studies/build_scale.py --static 9000 --dynamic 1000
+    PYTHONPATH=. python bench/studies/build_scale.py [STATIC [DYNAMIC]]   # default 9900 100
 """
 from __future__ import annotations
 
