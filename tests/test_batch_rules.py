@@ -117,3 +117,70 @@ def test_cases_exercise_both_paths(runs):
         box_pairs = [sum(1 for g1, g2, _ in _contact_keys(r.contacts) if min(g1, g2) >= 4)
                      for r in alone]
         assert box_pairs[0] == box_pairs[1] == 0 and box_pairs[2] > 0, box_pairs
+
+
+# ----------------------------------------------- batch_rules.rule_on_batch
+def _counted_custom_vmap():
+    """A custom_vmap whose one-world function counts its Python traces, and a
+    wrapper calling it as the solver does (the rule directly when it can)."""
+    from jax.custom_batching import custom_vmap
+    from jaxode.sim import batch_rules
+
+    traced = []
+
+    def alone(x, y):
+        traced.append(x.shape)
+        return x * 2.0 + y, x.sum()
+
+    run = custom_vmap(alone)
+
+    @run.def_vmap
+    def rule(axis_size, in_batched, x, y):
+        xb, yb = in_batched
+        y = y if yb else jax.numpy.broadcast_to(y, x.shape)
+        return (x * 2.0 + y, x.sum(axis=1)), (True, True)
+
+    def call(x, y):
+        out = batch_rules.rule_on_batch(rule, (x, y))
+        return run(x, y) if out is None else out
+
+    return call, run, traced
+
+
+def test_rule_on_batch_skips_the_one_world_trace_and_gives_the_rule_result():
+    call, run, traced = _counted_custom_vmap()
+    x = np.arange(12.0).reshape(3, 4)    # 4 worlds of 3 numbers, the worlds on axis 1
+    y = np.array([0.5, -1.0, 2.0])
+    # batch axis 1 for x: the rule gets it at the front, as custom_vmap hands it
+    got = jax.jit(jax.vmap(call, in_axes=(1, None)))(x, y)
+    assert traced == []          # the one-world function was never traced
+    want = jax.jit(jax.vmap(run, in_axes=(1, None)))(x, y)   # JAX's own custom_vmap path
+    assert traced                 # ... which does trace it
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+    np.testing.assert_array_equal(np.asarray(got[0]), x.T * 2.0 + y)
+    np.testing.assert_array_equal(np.asarray(got[1]), x.sum(axis=0))
+
+
+@pytest.mark.parametrize("how", ["eager vmap", "nested vmap", "jvp inside"])
+def test_rule_on_batch_leaves_other_transformations_to_custom_vmap(how):
+    from jaxode.sim import batch_rules
+    seen = []
+
+    def rule(axis_size, in_batched, x):
+        seen.append(axis_size)
+        return x * 3.0, True
+
+    def probe(x):
+        out = batch_rules.rule_on_batch(rule, (x,))
+        seen.append("direct" if out is not None else "general")
+        return x * 3.0 if out is None else out
+
+    x = np.ones((2, 3, 4))
+    if how == "eager vmap":
+        jax.vmap(probe)(x[0])
+    elif how == "nested vmap":
+        jax.jit(jax.vmap(jax.vmap(probe)))(x)
+    else:
+        jax.jit(jax.vmap(lambda v: jax.jvp(probe, (v,), (v,))[1]))(x[0])
+    assert seen and all(s == "general" for s in seen), seen

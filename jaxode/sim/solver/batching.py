@@ -55,7 +55,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.custom_batching import custom_vmap
 
-from jaxode.sim import autodisable, constraint
+from jaxode.sim import autodisable, batch_rules, constraint
 from jaxode.sim.constraint import Rows
 from jaxode.sim.math import barrier
 from jaxode.sim.solver import core
@@ -474,7 +474,9 @@ def solver(sweeps, iterations: int, block: int, cone: bool, tile: int = AUTO,
 
     @jax.custom_jvp
     def solve(idx, data):
-        return run(idx, data)
+        # under a vmap, the rule itself (custom_vmap would also trace one_world)
+        out = batch_rules.rule_on_batch(rule, (idx, data))
+        return run(idx, data) if out is None else out
 
     @solve.defjvp
     def solve_jvp(primals, tangents):
