@@ -11,7 +11,7 @@ from jax.extend import core as jax_core
 
 from jaxode.sim import math as jm
 from jaxode import compile_notice, params_spec
-from jaxode.sim import autodisable
+from jaxode.sim import autodisable, batch_rules
 from jaxode.sim.pipeline import guarded_step
 from jaxode.sim.solver import batching
 from jaxode.tools.capacity import warn_overflow
@@ -415,59 +415,42 @@ def _unwrapped_rollout(args, n_steps: int):
     :func:`as_batch_member` lays them out), and the results are handed back to
     the caller's vmap as its tracers. The same batched operations, bitwise the
     same states (tests/test_batch_invariance.py)."""
-    try:
-        from jax._src import core as jax_src_core
-        from jax._src.interpreters.batching import BatchTracer
-        leaves, tree = jax.tree.flatten(args)
-        trace = next(x._trace for x in leaves if isinstance(x, BatchTracer))
-        parent, set_trace = trace.parent_trace, jax_src_core.set_current_trace
-        vals, axes = [], []
-        for x in leaves:
-            if isinstance(x, BatchTracer):
-                if x._trace is not trace or x.batch_dim != 0:
-                    return None
-                vals.append(x.val)
-                axes.append(0)
-            else:
-                vals.append(x)
-                axes.append(None)
-        wrap = functools.partial(BatchTracer, trace)
-    except (ImportError, AttributeError, StopIteration):  # JAX moved its internals
-        return None
-    size = next(v.shape[0] for v, a in zip(vals, axes) if a == 0)
-    am, a_s, ap, ad = jax.tree.unflatten(tree, axes)
+    def rule(size, in_batched, *vals_tree):
+        # the batch's own arrays (batch axis 0 where batched), at the trace above the vmap
+        vals, tree = jax.tree.flatten(vals_tree)
+        axes = [0 if b else None for b in jax.tree.leaves(in_batched)]
+        am, a_s, ap, ad = jax.tree.unflatten(tree, axes)
 
-    def run(v):
-        # the rollout of a batch (leading axis) whose arrays are ``v`` (axes ``axes``)
-        model, state, params, dt = jax.tree.unflatten(tree, v)
-        state = jax.vmap(lambda m, s, p, d: _guard_inputs(s, p, d),
-                         in_axes=(am, a_s, ap, ad))(model, state, params, dt)
-        step = jax.vmap(guarded_step, in_axes=(am, 0, ap, ad))
+        def run(v):
+            # the rollout of a batch (leading axis) whose arrays are ``v`` (axes ``axes``)
+            model, state, params, dt = jax.tree.unflatten(tree, v)
+            state = jax.vmap(lambda m, s, p, d: _guard_inputs(s, p, d),
+                             in_axes=(am, a_s, ap, ad))(model, state, params, dt)
+            step = jax.vmap(guarded_step, in_axes=(am, 0, ap, ad))
 
-        def body(s, _):
-            s = step(model, s, params, dt)
-            return s, jax.vmap(_record)(s)
-        final, traj = jax.lax.scan(body, state, None, length=n_steps)
-        return final, jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), traj)
+            def body(s, _):
+                s = step(model, s, params, dt)
+                return s, jax.vmap(_record)(s)
+            final, traj = jax.lax.scan(body, state, None, length=n_steps)
+            return final, jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), traj)
 
-    with set_trace(parent):
         vals = _held_floats(vals)
         model = jax.tree.unflatten(tree, vals)[0]
         tile = batching.tile_worlds(batching.check_tile(model.batch_tile), size)
         if tile is None:
-            out = run(vals)
-        else:
-            batched = [i for i, a in enumerate(axes) if a == 0]
-            tiled = [batching.to_tiles(vals[i], tile) for i in batched]
+            return run(vals), True
+        batched = [i for i, a in enumerate(axes) if a == 0]
+        tiled = [batching.to_tiles(vals[i], tile) for i in batched]
 
-            def one_tile(tb):
-                v = list(vals)
-                for i, x in zip(batched, tb):
-                    v[i] = x
-                return run(v)
-            out = jax.tree.map(lambda x: batching.from_tiles(x, size),
-                               jax.lax.map(one_tile, tiled))
-    return jax.tree.map(lambda x: wrap(x, 0), out)
+        def one_tile(tb):
+            v = list(vals)
+            for i, x in zip(batched, tb):
+                v[i] = x
+            return run(v)
+        return jax.tree.map(lambda x: batching.from_tiles(x, size),
+                            jax.lax.map(one_tile, tiled)), True
+
+    return batch_rules.rule_on_batch(rule, tuple(args))
 
 
 def _barrier_call(fn, args):
