@@ -5,9 +5,9 @@ jit(vmap(rollout)) throughput (world-steps/s), its compile time, memory per worl
 (batched State + Params bytes, plus XLA's temporary buffers of the compiled
 rollout divided by the batch) and contacts per world at the end; the same scene
 in the real ODE (bench/ode_scene.c, compiled here against libode, one thread,
-one world after another; the best of ``ODE_RUNS`` runs of at least ``ODE_RUN_S``
-seconds, as jaxode's figure is the best of its timed calls) and MuJoCo MJX when installed (it is not part of
-jaxode's dependencies). Ratios are jaxode / ODE at each batch size. Results go
+one world after another; the best of ``ODE_RUNS`` runs of at least
+``ODE_RUN_S`` seconds, as jaxode's figure is the best of its timed calls) and
+MuJoCo MJX when installed (it is not part of jaxode's dependencies). Ratios are jaxode / ODE at each batch size. Results go
 to bench/results.json, a table between the markers in bench/RESULTS.md, and
 bench/throughput.png (matplotlib) of throughput against batch size.
 

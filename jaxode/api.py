@@ -380,22 +380,10 @@ def _in_traced_vmap(tree, model: Optional[Model] = None) -> bool:
     that ``model.batch_tile`` splits into tiles (:func:`as_batch_member`'s rule
     runs those one tile after another, which a call inside the caller's vmap
     cannot do)."""
-    try:
-        from jax._src.interpreters.batching import BatchTracer
-        from jax._src.interpreters.partial_eval import DynamicJaxprTracer
-    except ImportError:  # JAX moved its tracers: the general path
+    found = batch_rules.batch_trace_of(tree, front=True)
+    if found is None:
         return False
-    size = None
-    for x in jax.tree.leaves(tree):
-        if isinstance(x, BatchTracer):
-            if getattr(x, "batch_dim", None) != 0 \
-                    or not isinstance(getattr(x, "val", None), DynamicJaxprTracer):
-                return False
-            size = x.val.shape[0]
-        elif isinstance(x, jax.core.Tracer) and not isinstance(x, DynamicJaxprTracer):
-            return False
-    if size is None:
-        return False
+    size = found[1]
     return model is None or batching.tile_worlds(
         batching.check_tile(model.batch_tile), size) is None
 
@@ -438,17 +426,19 @@ def _unwrapped_rollout(args, n_steps: int):
         model = jax.tree.unflatten(tree, vals)[0]
         tile = batching.tile_worlds(batching.check_tile(model.batch_tile), size)
         if tile is None:
-            return run(vals), True
-        batched = [i for i, a in enumerate(axes) if a == 0]
-        tiled = [batching.to_tiles(vals[i], tile) for i in batched]
+            out = run(vals)
+        else:
+            batched = [i for i, a in enumerate(axes) if a == 0]
+            tiled = [batching.to_tiles(vals[i], tile) for i in batched]
 
-        def one_tile(tb):
-            v = list(vals)
-            for i, x in zip(batched, tb):
-                v[i] = x
-            return run(v)
-        return jax.tree.map(lambda x: batching.from_tiles(x, size),
-                            jax.lax.map(one_tile, tiled)), True
+            def one_tile(tb):
+                v = list(vals)
+                for i, x in zip(batched, tb):
+                    v[i] = x
+                return run(v)
+            out = jax.tree.map(lambda x: batching.from_tiles(x, size),
+                               jax.lax.map(one_tile, tiled))
+        return out, jax.tree.map(lambda _: True, out)
 
     return batch_rules.rule_on_batch(rule, tuple(args))
 

@@ -32,10 +32,42 @@ import jax.numpy as jnp
 from jax.custom_batching import custom_vmap
 
 
+def batch_trace_of(tree, front: bool = False):
+    """(the batch trace, the batch size) when the leaves of ``tree`` come from one
+    ``jax.vmap`` that a ``jit`` (or ``shard_map``) traces, with nothing else
+    between: every batched leaf is that vmap's tracer over a jit tracer, the
+    other leaves are jit tracers or values. ``front``: every one of the vmap's
+    tracers batched on axis 0. None otherwise: nested vmaps, a jvp or grad
+    inside the vmap, an eager vmap (values that are not jit tracers), no batched
+    leaf, or JAX internals that moved. The test behind :func:`rule_on_batch` and
+    ``jaxode.api``'s direct batched calls."""
+    try:
+        from jax._src.interpreters.batching import BatchTracer
+        from jax._src.interpreters.partial_eval import DynamicJaxprTracer
+    except ImportError:  # JAX moved its tracers: the general path
+        return None
+    trace, sizes = None, set()
+    for x in jax.tree.leaves(tree):
+        if isinstance(x, BatchTracer):
+            if (trace is not None and x._trace is not trace) \
+                    or not isinstance(x.val, DynamicJaxprTracer) \
+                    or (front and x.batch_dim != 0):
+                return None
+            trace = x._trace
+            if x.batch_dim is not None:    # None: JAX's "not mapped"
+                sizes.add(x.val.shape[x.batch_dim])
+        elif isinstance(x, jax.core.Tracer) and not isinstance(x, DynamicJaxprTracer):
+            return None
+    if trace is None or len(sizes) != 1:
+        return None
+    return trace, sizes.pop()
+
+
 def rule_on_batch(rule, args: tuple):
     """``rule(axis_size, in_batched, *args)`` run directly when ``args`` come from
-    one ``jax.vmap`` that a ``jit`` traces, or None (call the ``custom_vmap``
-    then).
+    one ``jax.vmap`` that a ``jit`` traces (:func:`batch_trace_of`), or None
+    (call the ``custom_vmap`` then). ``rule`` is a ``custom_vmap`` rule: it
+    returns (out, out_batched), out_batched a tree of bools shaped as out.
 
     ``custom_vmap`` traces its one-world function whenever it is called, also
     under a vmap, where only the rule's batched program is kept: the solver's
@@ -44,58 +76,31 @@ def rule_on_batch(rule, args: tuple):
     session 28). Here the vmap's tracers are unwrapped (their values, the batch
     axis moved to the front as custom_vmap does), the rule runs at the trace
     above the vmap, and its results are handed back as the vmap's tracers: the
-    same operations as through custom_vmap, so the same bits. None, for the
-    general path, when JAX's internals are not as expected or anything else is
-    in the way: nested vmaps, a jvp, tracers of two batch traces, no batched
-    argument, an eager vmap (values that are not jit tracers).
+    same operations as through custom_vmap, so the same bits.
     """
+    found = batch_trace_of(args)
+    if found is None:
+        return None
+    trace, size = found
     try:
         from jax._src import core as jax_src_core
         from jax._src.interpreters.batching import BatchTracer
-        from jax._src.interpreters.partial_eval import DynamicJaxprTracer
-    except ImportError:  # JAX moved its internals: the general path
+        parent, set_trace = trace.parent_trace, jax_src_core.set_current_trace
+    except (ImportError, AttributeError):  # JAX moved its internals: the general path
         return None
     leaves, tree = jax.tree.flatten(args)
-    trace = None
-    for x in leaves:
-        if isinstance(x, BatchTracer):
-            if trace is not None and x._trace is not trace:
-                return None
-            trace = x._trace
-            if not isinstance(x.val, DynamicJaxprTracer):
-                return None
-        elif isinstance(x, jax.core.Tracer) and not isinstance(x, DynamicJaxprTracer):
-            return None
-    if trace is None:
-        return None
-    try:
-        parent, set_trace = trace.parent_trace, jax_src_core.set_current_trace
-    except AttributeError:
-        return None
-    sizes = {x.val.shape[x.batch_dim] for x in leaves
-             if isinstance(x, BatchTracer) and x.batch_dim is not None}
-    if len(sizes) != 1:
-        return None
-    (size,) = sizes
     with set_trace(parent):
         vals, batched = [], []
         for x in leaves:
+            b = isinstance(x, BatchTracer) and x.batch_dim is not None
             if isinstance(x, BatchTracer):
-                b = x.batch_dim is not None
-                vals.append(jnp.moveaxis(x.val, x.batch_dim, 0) if b and x.batch_dim != 0
-                            else x.val)
-                batched.append(b)
-            else:
-                vals.append(x)
-                batched.append(False)
+                x = jnp.moveaxis(x.val, x.batch_dim, 0) if b and x.batch_dim != 0 else x.val
+            vals.append(x)
+            batched.append(b)
         out, out_batched = rule(size, list(jax.tree.unflatten(tree, batched)),
                                 *jax.tree.unflatten(tree, vals))
-    flat, out_tree = jax.tree.flatten(out)
-    flags = jax.tree.leaves(out_batched) if not isinstance(out_batched, bool) \
-        else [out_batched] * len(flat)
-    # (None: JAX's "not mapped")
-    return jax.tree.unflatten(out_tree, [BatchTracer(trace, v, 0 if b else None)
-                                         for v, b in zip(flat, flags)])
+    return jax.tree.map(lambda b, v: BatchTracer(trace, v, 0 if b else None),
+                        out_batched, out)
 
 
 def _own(mask: jax.Array, capacity: int) -> tuple[jax.Array, jax.Array]:
