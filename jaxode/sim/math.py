@@ -81,6 +81,48 @@ def _barrier_jvp(primals, tangents):
     return barrier(xs), ts
 
 
+@jax.custom_jvp
+def materialize(xs):
+    """``xs`` (a pytree), its float arrays computed once into memory that their
+    consumers read, instead of being recomputed inside each consumer.
+
+    XLA CPU fuses cheap elementwise producers into every consumer, gathers
+    included, so a per-geom or per-body quantity that later stages gather (a
+    geom's AABB at each broadphase pair, a body's rotation at each contact) is
+    recomputed per gathered element: in bin_16 at 512 worlds the broadphase
+    recomputed every geom's pose and AABB four times per pair and axis, ~60 ns
+    per pair and world (bench/RESULTS.md, session 29). An optimization barrier
+    does not prevent that (XLA expands barriers before fusion); a scatter does:
+    its result is a buffer no consumer fuses. The float leaves are flattened
+    into one vector, written by one scatter at its own indices (an exact copy,
+    the same bits) and split back, so a call costs a few small kernels whatever
+    the number of leaves. Integer and boolean leaves pass unchanged. Tangents
+    pass through as they are (as :func:`barrier`)."""
+    leaves, tree = jax.tree.flatten(xs)
+    floats = [i for i, x in enumerate(leaves) if jnp.issubdtype(x.dtype, jnp.floating)]
+    if not floats:
+        return xs
+    out = list(leaves)
+    for dtype in dict.fromkeys(leaves[i].dtype for i in floats):
+        group = [i for i in floats if leaves[i].dtype == dtype]
+        flat = jnp.concatenate([leaves[i].reshape(-1) for i in group])
+        n = flat.shape[0]
+        flat = jnp.zeros_like(flat).at[jnp.arange(n)].set(
+            flat, unique_indices=True, indices_are_sorted=True)
+        start = 0
+        for i in group:
+            size = leaves[i].size
+            out[i] = flat[start:start + size].reshape(leaves[i].shape)
+            start += size
+    return jax.tree.unflatten(tree, out)
+
+
+@materialize.defjvp
+def _materialize_jvp(primals, tangents):
+    (xs,), (ts,) = primals, tangents
+    return materialize(xs), ts
+
+
 def mm(a: jax.Array, b: jax.Array) -> jax.Array:
     """``a @ b`` (``jnp.matmul``'s shapes: vectors, matrices, stacks of them)
     written as a broadcast product and a sum over the contracted axis (the
@@ -129,6 +171,76 @@ def sum_terms(x: jax.Array, axis) -> jax.Array:
     for k in range(1, terms):
         out = out + y[k]
     return out
+
+
+#: orders of at most this many entries are built from pairwise comparisons
+SMALL_ORDER = 16
+
+
+def _before(keys: tuple, descending: bool) -> jax.Array:
+    """(..., n, n) bool: entry j (last axis) comes before entry i (axis -2) in
+    the stable lexicographic order of ``keys`` (primary first, each (..., n));
+    floats compare with NaN after every number (descending: before), -0 equal
+    to +0, as JAX's sorts do; ties keep the index order."""
+    n = keys[0].shape[-1]
+    j_lt_i = jnp.arange(n)[None, :] < jnp.arange(n)[:, None]
+    before = j_lt_i
+    for key in reversed(keys):
+        a, b = key[..., :, None], key[..., None, :]          # entry i, entry j
+        if jnp.issubdtype(key.dtype, jnp.floating):
+            na, nb = jnp.isnan(a), jnp.isnan(b)
+            if descending:
+                first = (b > a) | (nb & ~na)
+            else:
+                first = (b < a) | (na & ~nb)
+            same = (b == a) | (na & nb)
+        else:
+            first = (b > a) if descending else (b < a)
+            same = b == a
+        before = first | (same & before)
+    return before
+
+
+def _order_of(before: jax.Array, k: int) -> jax.Array:
+    """The first ``k`` positions of the order that ``before`` describes:
+    int32 (..., k), entry indices."""
+    n = before.shape[-1]
+    rank = sum_terms(before.astype(jnp.int32), -1)                # (..., n)
+    at = rank[..., None, :] == jnp.arange(k, dtype=jnp.int32)[:, None]   # (..., k, n)
+    return sum_terms(jnp.where(at, jnp.arange(n, dtype=jnp.int32), 0), -1)
+
+
+def top_k_small(x: jax.Array, k: int) -> tuple[jax.Array, jax.Array]:
+    """``jax.lax.top_k(x, k)`` for a short last axis (at most
+    :data:`SMALL_ORDER` entries): the ``k`` largest values, descending, equal
+    values lowest index first, and their indices (int32). Built from the n^2
+    comparisons of the entries, all elementwise: XLA CPU runs ``top_k`` as a
+    TopK library call per batch of rows and a sort as a comparison sort, each
+    several times the cost of these comparisons under a vmap (box-plane and
+    the box contact reduction; bench/RESULTS.md, session 29)."""
+    n = x.shape[-1]
+    if n > SMALL_ORDER or k > n:
+        return jax.lax.top_k(x, k)
+    key = x
+    if jnp.issubdtype(x.dtype, jnp.floating):
+        # top_k's order is the floats' total order (-NaN < -inf < -0 < +0 <
+        # inf < NaN): the bits as a signed integer, the negative ones mirrored
+        bits = jax.lax.bitcast_convert_type(x, jnp.dtype(f"int{jnp.finfo(x.dtype).bits}"))
+        key = bits ^ ((bits >> (bits.dtype.itemsize * 8 - 1)) & jnp.iinfo(bits.dtype).max)
+    idx = _order_of(_before((key,), descending=True), k)
+    return jnp.take_along_axis(x, idx, axis=-1), idx
+
+
+def lexsort_small(keys) -> jax.Array:
+    """``jnp.lexsort(keys)`` for a short last axis (at most
+    :data:`SMALL_ORDER` entries): the stable ascending order by the last key,
+    then the one before it, ...; built from pairwise comparisons as
+    :func:`top_k_small`."""
+    keys = tuple(keys)
+    n = keys[0].shape[-1]
+    if n > SMALL_ORDER:
+        return jnp.lexsort(keys)
+    return _order_of(_before(keys[::-1], descending=False), n)
 
 
 def einsum(spec: str, *ops: jax.Array) -> jax.Array:
