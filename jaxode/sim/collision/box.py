@@ -64,15 +64,24 @@ def box_plane(g1: GeomWorld, g2: GeomWorld) -> Contact:
     half = 0.5 * g1.size
     corners = g1.pos + jm.mm(jnp.asarray(_CORNER_SIGNS, dt) * half, g1.rot.T)  # (8,3)
     depth_all = jm.mm(g2.pos, n) - jm.mm(corners, n)
-    depth, idx = jax.lax.top_k(depth_all, BOX_PLANE_NCON)
+    depth, idx = jm.top_k_small(depth_all, BOX_PLANE_NCON)
     depth, valid = touching(depth, coord_scale(g1.pos, g2.pos, half))
     normal = jnp.broadcast_to(n, (BOX_PLANE_NCON, 3))
     return _finish(corners[idx], normal, depth, valid)
 
 
 # ------------------------------------------------------------------- box-box
+def _sq_norm(v):
+    """Squared length over the last axis (3 components) as a chain of adds
+    (jm.sum_terms): XLA CPU ran ``jnp.sum(..., -1)`` over a 3-wide minor axis
+    under a vmap as a separate reduction kernel at 25-35 ns per result (stack,
+    256 worlds: the contact reduction's distances were ~15 % of the step;
+    bench/RESULTS.md, session 29); squares are never -0, so the same bits."""
+    return jm.sum_terms(v * v, -1)
+
+
 def _safe_normalize(v, eps=1e-12):
-    n2 = jnp.sum(v * v, axis=-1, keepdims=True)
+    n2 = _sq_norm(v)[..., None]
     ok = n2 > eps
     inv = 1.0 / jnp.sqrt(jnp.where(ok, n2, 1.0))
     return jnp.where(ok, v * inv, 0.0), ok[..., 0]
@@ -152,7 +161,7 @@ def _reduce(pos, depth, valid, k, flat_tol=None):
         flat = valid & (key >= jnp.max(key) - flat_tol)
         first = jnp.argmax(flat)
     chosen = jnp.arange(N) == first
-    mind = jnp.sum((pos - pos[first]) ** 2, axis=-1)
+    mind = _sq_norm(pos - pos[first])
 
     def pick(carry, _):
         chosen, mind = carry
@@ -163,18 +172,18 @@ def _reduce(pos, depth, valid, k, flat_tol=None):
         else:  # near-ties (a regular polygon's vertices) to the lowest index
             j = jnp.argmax(cand & (score >= (1.0 - _TIE_REL) * jnp.max(score)))
         chosen = chosen | (jnp.arange(N) == j)
-        mind = jnp.minimum(mind, jnp.sum((pos - pos[j]) ** 2, axis=-1))
+        mind = jnp.minimum(mind, _sq_norm(pos - pos[j]))
         return (chosen, mind), (j, cand[j])
 
     _, (rest, rest_ok) = jax.lax.scan(pick, (chosen, mind), None, length=k - 1)
     sel = jnp.concatenate([first[None], rest])
     ok = jnp.concatenate([valid[first][None], rest_ok])
     if flat_tol is None:
-        _, order = jax.lax.top_k(jnp.where(ok, depth[sel], -_BIG), k)
+        _, order = jm.top_k_small(jnp.where(ok, depth[sel], -_BIG), k)
     else:  # the flat ones by index, then the others deepest first, invalid last
         fl = ok & flat[sel]
         group = jnp.where(fl, 0, jnp.where(ok, 1, 2))
-        order = jnp.lexsort((jnp.where(fl, sel.astype(depth.dtype), -depth[sel]), group))
+        order = jm.lexsort_small((jnp.where(fl, sel.astype(depth.dtype), -depth[sel]), group))
     return sel[order], ok[order]
 
 

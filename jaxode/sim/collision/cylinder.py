@@ -466,7 +466,7 @@ def cylinder_plane(g1: GeomWorld, g2: GeomWorld) -> Contact:
     pts = jnp.where(flat, flat_pts, tilt_pts)
     dep = jnp.where(flat, flat_dep, tilt_dep)
     ok = jnp.where(flat, flat_ok, tilt_ok)
-    _, idx = jax.lax.top_k(jnp.where(ok, dep, -_BIG), CYLINDER_PLANE_NCON)
+    _, idx = jm.top_k_small(jnp.where(ok, dep, -_BIG), CYLINDER_PLANE_NCON)
     valid = ok[idx]
     return Contact(pos=jnp.where(valid[:, None], pts[idx], 0.0),
                    normal=jnp.where(valid[:, None], jnp.broadcast_to(n, (4, 3)), 0.0),
