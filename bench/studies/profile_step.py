@@ -1,6 +1,7 @@
 """Where a batched step's time goes, kernel by kernel, on XLA CPU (session 17).
 
     PYTHONPATH=. python bench/studies/profile_step.py boxes [--batch 1024] [--reps 5] [--top 40] [--rollout K]
+        [--kernels] [--pre "PYTHON"]
 
 One CPU device. The scene is settled 100 steps (one world), batched to
 ``--batch`` identical worlds, and ``jit(vmap(physics_step))`` is compiled and
@@ -14,6 +15,15 @@ then the leaf kernels summed by module and by source line. CPU time summed
 over XLA's intra-op threads (two on this VM), so the total exceeds wall time.
 A kernel costs about 1 us to dispatch whatever it does (the scalar copies of
 a loop's counter show it), so count matters as much as size.
+
+``--kernels`` (session 29) adds the costliest kernels with their output shape
+and ns per output element: a few ns is an elementwise kernel doing its own
+work; tens of ns means XLA recomputed producers inside it (e.g. per gathered
+element: the broadphase recomputed every geom's AABB per pair) or ran a
+library call (a short-axis reduction, TopK, sort). ``--pre`` runs a line of
+Python first (a variant, e.g. a monkeypatch). ``PROFILE_HLO=file`` writes the
+compiled module's text (read a kernel's fused computation there),
+``PROFILE_JSON=file`` every kernel's ms and runs per step.
 """
 from __future__ import annotations
 
@@ -57,6 +67,14 @@ def main(argv=None):
     ap.add_argument("--rollout", type=int, default=0, metavar="K",
                     help="profile jit(vmap(jaxode.rollout)) of K steps (the bench's program: "
                          "the whole step in tiles) instead of one physics_step; per step")
+    ap.add_argument("--kernels", action="store_true",
+                    help="also list the costliest kernels with their output shape and ns per "
+                         "output element (recomputation and slow library calls stand out), and "
+                         "the kernels by output size (the tiny ones cost their dispatch)")
+    ap.add_argument("--pre", default="", metavar="PYTHON",
+                    help="a line of Python run before the trace, with jax, jaxode, api, "
+                         "batching (jaxode.sim.solver.batching) and model in scope; it may "
+                         "rebind model (e.g. model = model.replace(batch_tile=128))")
     args = ap.parse_args(argv)
     os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "")
                                + " --xla_force_host_platform_device_count=1").strip()
@@ -77,6 +95,12 @@ def main(argv=None):
                                                       + np.shape(x)).copy(), tree)
 
     states, params = batch(s0), batch(model.params)
+    if args.pre:
+        from jaxode import api
+        from jaxode.sim.solver import batching
+        scope = dict(jax=jax, jaxode=jaxode, api=api, batching=batching, model=model)
+        exec(args.pre, scope)
+        model = scope["model"]
     if args.rollout:
         fn = jax.jit(jax.vmap(lambda s, p: jaxode.rollout(model, s, args.rollout, dt,
                                                           params=p)[0]))
@@ -85,6 +109,9 @@ def main(argv=None):
     per_call = max(1, args.rollout)
     compiled = fn.lower(states, params).compile()
     where = source_lines(compiled.as_text())
+    if os.environ.get("PROFILE_HLO"):   # the compiled module's text, for reading kernels
+        with open(os.environ["PROFILE_HLO"], "w") as f:
+            f.write(compiled.as_text())
     for _ in range(3):
         jax.block_until_ready(compiled(states, params))
     folder = tempfile.mkdtemp()
@@ -104,6 +131,10 @@ def main(argv=None):
                 ms[ev.name] += ev.duration_ns / 1e6 / args.reps / per_call
                 count[ev.name] += 1
     loops = {k: v for k, v in ms.items() if k.startswith(("while", "call", "cond"))}
+    if os.environ.get("PROFILE_JSON"):   # every kernel's ms per step and runs per step
+        import json
+        with open(os.environ["PROFILE_JSON"], "w") as f:
+            json.dump({k: [v, count[k] / args.reps / per_call] for k, v in ms.items()}, f)
     leaves = {k: v for k, v in ms.items() if k not in loops and not k.startswith("Thunk")}
     print(f"{args.scene}, {args.batch} worlds, one CPU device, ms of CPU per step "
           f"(summed over XLA's threads); leaf kernels {sum(leaves.values()):.1f} ms, "
@@ -120,12 +151,53 @@ def main(argv=None):
         print("leaf kernels run at least once per tile and sweep:")
         for k in sorted(leaves, key=lambda k: -count[k])[:30]:
             print(f"  x{count[k] / args.reps / per_call:6.0f} {leaves[k]:7.2f} ms  {k}")
+    if args.kernels:
+        _kernel_tables(compiled.as_text(), leaves, count, where, args.reps * per_call, args.top)
     print("leaf kernels by module:")
     for k, v in by_file.most_common(15):
         print(f"  {v:8.2f}  {k}")
     print("leaf kernels by source line:")
     for k, v in by_line.most_common(args.top):
         print(f"  {v:8.2f}  {k}")
+
+
+def _elements(shape_text: str) -> int:
+    """Elements of an HLO result type (a tuple's parts summed)."""
+    total = 0
+    for dims in re.findall(r"[a-z]\d*\[([\d,]*)\]", shape_text):
+        n = 1
+        for d in dims.split(","):
+            n *= int(d) if d else 1
+        total += n
+    return max(total, 1)
+
+
+def _kernel_tables(hlo: str, leaves: dict, count, where: dict, calls: int, top: int) -> None:
+    """``--kernels``: the costliest leaf kernels with ns per output element per run,
+    and the leaf kernels by output size (session 29: a kernel far above a few ns per
+    element recomputes its producers, e.g. per gathered element, or is a library
+    call; the tiny ones are dispatch)."""
+    result = {m.group(1): m.group(2) for m in re.finditer(
+        r"^\s*(?:ROOT )?%?([\w.\-]+) = (\S+(?: \([^)]*\))?)", hlo, re.M)}
+    rows, sizes = [], collections.defaultdict(lambda: [0.0, 0.0])
+    for k, v in leaves.items():
+        runs = count[k] / calls
+        if not runs:
+            continue
+        shape = result.get(k, "")
+        n = _elements(shape)
+        f, func, ln = where.get(k, ("?", "", 0))
+        rows.append((v, 1e6 * v / runs / n, runs, k, shape[:34], f"{f}:{ln} {func}"))
+        b = next(b for b in (64, 1024, 16384, float("inf")) if n <= b)
+        sizes[b][0] += v
+        sizes[b][1] += runs
+    print("costliest kernels (ms per step, ns per output element and run, runs per step):")
+    for v, ns, runs, k, shape, src in sorted(rows, reverse=True)[:top]:
+        print(f"  {v:6.2f} {ns:7.1f} ns x{runs:5.0f}  {k[:30]:30s} {shape:34s} {src}")
+    print("kernels by output elements (ms per step, runs per step, us per run):")
+    for b in sorted(sizes):
+        v, runs = sizes[b]
+        print(f"  <= {b:>8}: {v:7.2f} ms {runs:7.0f} runs {1000 * v / max(runs, 1):6.2f} us")
 
 
 if __name__ == "__main__":
