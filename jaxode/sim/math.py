@@ -68,7 +68,10 @@ def sinc(x: jax.Array) -> jax.Array:
 @jax.custom_jvp
 def barrier(xs):
     """``jax.lax.optimization_barrier(xs)`` (a pytree): XLA may neither fold
-    through it nor move work across it. Differentiable on every JAX: the
+    through it nor move work across it. It does not stop fusion: XLA CPU
+    expands barriers before it fuses, so a producer behind one is still
+    recomputed inside each consumer (:func:`materialize` stops that; session
+    29). Differentiable on every JAX: the
     tangents pass through unbarriered (JAX 0.11 and 0.12 bind the primals and
     tangents in one barrier, and reverse mode then fails to transpose it:
     "DynamicJaxprTracer has no attribute accum")."""

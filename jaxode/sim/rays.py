@@ -295,7 +295,9 @@ def raycast(model: Model, state: State, origins, directions, max_dist=jnp.inf,
     n2 = jnp.sum(d * d, axis=-1, keepdims=True)
     dok = n2[:, 0] > 0
     d = d / jnp.sqrt(jnp.where(n2 > 0, n2, 1.0))
-    gpos, grot = kinematics.geom_poses(model, state.pos, state.quat)
+    # computed once (jm.materialize): every ray reads every geom's pose, and XLA
+    # would recompute the poses inside the ray tests, per ray
+    gpos, grot = jm.materialize(kinematics.geom_poses(model, state.pos, state.quat))
     use = jnp.ones((model.ngeom,), bool)
     if exclude_body is not None:
         use = use & (model.geom_body != exclude_body)
