@@ -90,9 +90,9 @@ def materialize(xs):
     consumers read, instead of being recomputed inside each consumer.
 
     XLA CPU fuses cheap elementwise producers into every consumer, gathers
-    included, so a per-geom or per-body quantity that later stages gather (a
-    geom's AABB at each broadphase pair, a body's rotation at each contact) is
-    recomputed per gathered element: in bin_16 at 512 worlds the broadphase
+    included, so a per-geom quantity that later stages gather (a geom's pose
+    and AABB at each broadphase pair) is recomputed per gathered element: in
+    bin_16 at 512 worlds the broadphase
     recomputed every geom's pose and AABB four times per pair and axis, ~60 ns
     per pair and world (bench/RESULTS.md, session 29). An optimization barrier
     does not prevent that (XLA expands barriers before fusion); a scatter does:

@@ -246,10 +246,10 @@ def overlapping(grp, lo: jax.Array, hi: jax.Array) -> jax.Array:
     broadphase test; ``lo``, ``hi`` (ngeom, 3) [m])."""
     g1, g2 = grp.geom1, grp.geom2
     per_axis = (lo[g1] <= hi[g2]) & (lo[g2] <= hi[g1])
-    # the three axes and-ed as elementwise ops, not ``jnp.all(..., -1)``: under
-    # a vmap XLA CPU ran that reduction over the short minor axis with a
-    # transpose, ~60-130 ns per pair and world (boxes, 512 worlds in tiles of
-    # 32: 1.3 of 25.5 ms of kernel time per step; bench/RESULTS.md, session 29)
+    # the three axes and-ed elementwise, not by ``jnp.all(..., -1)`` (a reduction
+    # kernel over the short minor axis under a vmap); the test's ~60-130 ns per
+    # pair and world (bench/RESULTS.md, session 29) was the AABBs recomputed in
+    # its gathers, which ``detect`` now materializes
     return per_axis[:, 0] & per_axis[:, 1] & per_axis[:, 2]
 
 

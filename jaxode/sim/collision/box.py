@@ -75,8 +75,9 @@ def _sq_norm(v):
     """Squared length over the last axis (3 components) as a chain of adds
     (jm.sum_terms): XLA CPU ran ``jnp.sum(..., -1)`` over a 3-wide minor axis
     under a vmap as a separate reduction kernel at 25-35 ns per result (stack,
-    256 worlds: the contact reduction's distances were ~15 % of the step;
-    bench/RESULTS.md, session 29); squares are never -0, so the same bits."""
+    256 worlds: ~8 of 66 ms of profiled kernel time per step; with the sorts
+    below, +3 % at 1,024 worlds in the bench's configuration; bench/RESULTS.md,
+    session 29); squares are never -0, so the same bits."""
     return jm.sum_terms(v * v, -1)
 
 
