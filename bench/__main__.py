@@ -338,15 +338,13 @@ def main(argv=None) -> None:
             return
         n = 16 if name.startswith("bin") or name == "stack" else 64
         r = run_ode(S.SCENES[name](), n, args.steps)
-        r[when] = r["runs"]
-        if name in ode:
-            old = ode[name]
-            r["runs"] = old["runs"] + r["runs"]
-            r.update({k: old[k] for k in ("before",) if k in old})
-            if old["world_steps_per_s"] >= r["world_steps_per_s"]:
-                r.update({k: old[k] for k in ("world_steps_per_s", "contacts_per_world",
-                                              "nworld", "precision")})
-        ode[name] = r
+        old = ode.get(name)
+        best = old if old and old["world_steps_per_s"] >= r["world_steps_per_s"] else r
+        merged = dict(best, runs=(old["runs"] if old else []) + r["runs"])
+        if old:
+            merged["before"] = old["before"]
+        merged[when] = r["runs"]
+        ode[name] = r = merged
         print(f"ODE  {name:8s} {r['world_steps_per_s']:12,.0f} world-steps/s  "
               f"(best of {len(r['runs'])} so far, {when} jaxode's runs: "
               f"{min(r[when]):,.0f}-{max(r[when]):,.0f})  "

@@ -31,6 +31,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from jaxode.sim import math as jm
 from jaxode.types import AutoDisableState, Contacts, Model, Params, State
 
 
@@ -45,11 +46,6 @@ def edges(model: Model, contacts: Contacts):
     act.append(contacts.valid)
     ints = lambda xs: jnp.concatenate([x.astype(jnp.int32) for x in xs])
     return ints(b1), ints(b2), jnp.concatenate(act)
-
-
-def _dot3(v: jax.Array) -> jax.Array:
-    """dCalcVectorDot3(v, v) in ODE's order."""
-    return v[..., 0] * v[..., 0] + v[..., 1] * v[..., 1] + v[..., 2] * v[..., 2]
 
 
 def idle_pass(model: Model, params: Params, state: State, has_joint: jax.Array, h):
@@ -79,7 +75,7 @@ def idle_pass(model: Model, params: Params, state: State, has_joint: jax.Array, 
     aavg = jnp.where(many, aavg * r1, aavg)
     lthr = params.body_auto_disable_linear_threshold.astype(dtype)
     athr = params.body_auto_disable_angular_threshold.astype(dtype)
-    idle = ready & ~(_dot3(lavg) > lthr * lthr) & ~(_dot3(aavg) > athr * athr)
+    idle = ready & ~(jm.sq_norm(lavg) > lthr * lthr) & ~(jm.sq_norm(aavg) > athr * athr)
     steps_p = params.body_auto_disable_steps.astype(dtype)
     time_p = params.body_auto_disable_time.astype(dtype)
     steps0 = jnp.where(a.reset, steps_p, a.steps_left)

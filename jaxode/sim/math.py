@@ -176,26 +176,33 @@ def sum_terms(x: jax.Array, axis) -> jax.Array:
     return out
 
 
+def sq_norm(v: jax.Array) -> jax.Array:
+    """Squared length over the last axis, ``(v0 v0 + v1 v1) + v2 v2`` in
+    component order (ODE's dCalcVectorDot3(v, v)), as elementwise adds
+    (:func:`sum_terms`): under a vmap XLA CPU ran ``jnp.sum(v * v, -1)`` over
+    the 3-wide minor axis as a separate reduction kernel at 25-35 ns per result
+    (the box contact reduction in stack; bench/RESULTS.md, session 29)."""
+    return sum_terms(v * v, -1)
+
+
 #: orders of at most this many entries are built from pairwise comparisons
 SMALL_ORDER = 16
 
 
-def _before(keys: tuple, descending: bool) -> jax.Array:
+def _before(keys: tuple, descending: bool = False) -> jax.Array:
     """(..., n, n) bool: entry j (last axis) comes before entry i (axis -2) in
     the stable lexicographic order of ``keys`` (primary first, each (..., n));
-    floats compare with NaN after every number (descending: before), -0 equal
-    to +0, as JAX's sorts do; ties keep the index order."""
+    ascending floats compare as JAX's sorts do (NaN after every number, -0
+    equal to +0); ``descending`` takes integer keys only; ties keep the index
+    order."""
     n = keys[0].shape[-1]
-    j_lt_i = jnp.arange(n)[None, :] < jnp.arange(n)[:, None]
-    before = j_lt_i
+    before = jnp.arange(n)[None, :] < jnp.arange(n)[:, None]     # j < i
     for key in reversed(keys):
         a, b = key[..., :, None], key[..., None, :]          # entry i, entry j
         if jnp.issubdtype(key.dtype, jnp.floating):
+            assert not descending, "descending orders take integer keys"
             na, nb = jnp.isnan(a), jnp.isnan(b)
-            if descending:
-                first = (b > a) | (nb & ~na)
-            else:
-                first = (b < a) | (na & ~nb)
+            first = (b < a) | (na & ~nb)
             same = (b == a) | (na & nb)
         else:
             first = (b > a) if descending else (b < a)
@@ -243,7 +250,7 @@ def lexsort_small(keys) -> jax.Array:
     n = keys[0].shape[-1]
     if n > SMALL_ORDER:
         return jnp.lexsort(keys)
-    return _order_of(_before(keys[::-1], descending=False), n)
+    return _order_of(_before(keys[::-1]), n)
 
 
 def einsum(spec: str, *ops: jax.Array) -> jax.Array:

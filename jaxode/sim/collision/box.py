@@ -71,18 +71,8 @@ def box_plane(g1: GeomWorld, g2: GeomWorld) -> Contact:
 
 
 # ------------------------------------------------------------------- box-box
-def _sq_norm(v):
-    """Squared length over the last axis (3 components) as a chain of adds
-    (jm.sum_terms): XLA CPU ran ``jnp.sum(..., -1)`` over a 3-wide minor axis
-    under a vmap as a separate reduction kernel at 25-35 ns per result (stack,
-    256 worlds: ~8 of 66 ms of profiled kernel time per step; with the sorts
-    below, +3 % at 1,024 worlds in the bench's configuration; bench/RESULTS.md,
-    session 29); squares are never -0, so the same bits."""
-    return jm.sum_terms(v * v, -1)
-
-
 def _safe_normalize(v, eps=1e-12):
-    n2 = _sq_norm(v)[..., None]
+    n2 = jm.sq_norm(v)[..., None]
     ok = n2 > eps
     inv = 1.0 / jnp.sqrt(jnp.where(ok, n2, 1.0))
     return jnp.where(ok, v * inv, 0.0), ok[..., 0]
@@ -162,7 +152,7 @@ def _reduce(pos, depth, valid, k, flat_tol=None):
         flat = valid & (key >= jnp.max(key) - flat_tol)
         first = jnp.argmax(flat)
     chosen = jnp.arange(N) == first
-    mind = _sq_norm(pos - pos[first])
+    mind = jm.sq_norm(pos - pos[first])
 
     def pick(carry, _):
         chosen, mind = carry
@@ -173,7 +163,7 @@ def _reduce(pos, depth, valid, k, flat_tol=None):
         else:  # near-ties (a regular polygon's vertices) to the lowest index
             j = jnp.argmax(cand & (score >= (1.0 - _TIE_REL) * jnp.max(score)))
         chosen = chosen | (jnp.arange(N) == j)
-        mind = jnp.minimum(mind, _sq_norm(pos - pos[j]))
+        mind = jnp.minimum(mind, jm.sq_norm(pos - pos[j]))
         return (chosen, mind), (j, cand[j])
 
     _, (rest, rest_ok) = jax.lax.scan(pick, (chosen, mind), None, length=k - 1)
