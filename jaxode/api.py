@@ -414,10 +414,16 @@ def _unwrapped_rollout(args, n_steps: int):
             model, state, params, dt = jax.tree.unflatten(tree, v)
             state = jax.vmap(lambda m, s, p, d: _guard_inputs(s, p, d),
                              in_axes=(am, a_s, ap, ad))(model, state, params, dt)
-            step = jax.vmap(guarded_step, in_axes=(am, 0, ap, ad))
+            # the params world-minor (batch axis last) once per rollout: the
+            # solver lays its share of them out world-minor, and XLA then
+            # cancels the two transposes instead of copying every step
+            ap_wm = jax.tree.map(lambda a: -1 if a == 0 else a, ap)
+            params_wm = jax.tree.map(lambda x, a: x if a is None else jnp.moveaxis(x, 0, -1),
+                                     params, ap)
+            step = jax.vmap(guarded_step, in_axes=(am, 0, ap_wm, ad))
 
             def body(s, _):
-                s = step(model, s, params, dt)
+                s = step(model, s, params_wm, dt)
                 return s, jax.vmap(_record)(s)
             final, traj = jax.lax.scan(body, state, None, length=n_steps)
             return final, jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), traj)
