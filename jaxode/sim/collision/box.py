@@ -271,6 +271,11 @@ def box_box(g1: GeomWorld, g2: GeomWorld) -> Contact:
     beta = jnp.where(dok, (uaub * q1 + q2) / dens, 0.0)
     epos = 0.5 * (pa + alpha * ua + pb + beta * ub)
     slot0 = jnp.arange(K) == 0
+    # the two cases' results computed once (jm.materialize): the selects below
+    # write each contact slot's coordinates, and XLA otherwise recomputed the
+    # edge case's closest points inside each of the 12 (stack, 256 worlds:
+    # box-box kernels 19.9 -> 17.8 ms per step)
+    epos, face_pos, face_depth = jm.materialize((epos, face_pos, face_depth))
 
     pos = jnp.where(use_edge, jnp.where(slot0[:, None], epos, 0.0), face_pos)
     depth = jnp.where(use_edge, jnp.where(slot0, touching(pe[be], scale)[0], 0.0), face_depth)
