@@ -1,7 +1,7 @@
 """Where a batched step's time goes, kernel by kernel, on XLA CPU (session 17).
 
     PYTHONPATH=. python bench/studies/profile_step.py boxes [--batch 1024] [--reps 5] [--top 40] [--rollout K]
-        [--kernels] [--pre "PYTHON"]
+        [--kernels] [--regions DEPTH] [--pre "PYTHON"]
 
 One CPU device. The scene is settled 100 steps (one world), batched to
 ``--batch`` identical worlds, and ``jit(vmap(physics_step))`` is compiled and
@@ -23,7 +23,9 @@ element: the broadphase recomputed every geom's AABB per pair) or ran a
 library call (a short-axis reduction, TopK, sort). ``--pre`` runs a line of
 Python first (a variant, e.g. a monkeypatch). ``PROFILE_HLO=file`` writes the
 compiled module's text (read a kernel's fused computation there),
-``PROFILE_JSON=file`` every kernel's ms and runs per step.
+``PROFILE_JSON=file`` every kernel's ms and runs per step. ``--regions DEPTH``
+(session 30) sums the leaf kernels by the loops and conditionals that hold them
+(the solver's preparation, its sweeps, a narrowphase chunk loop).
 """
 from __future__ import annotations
 
@@ -71,6 +73,11 @@ def main(argv=None):
                     help="also list the costliest kernels with their output shape and ns per "
                          "output element (recomputation and slow library calls stand out), and "
                          "the kernels by output size (the tiny ones cost their dispatch)")
+    ap.add_argument("--regions", type=int, default=0, metavar="DEPTH",
+                    help="also sum the leaf kernels by the loops and conditionals that hold "
+                         "them (the HLO's while / conditional / call nesting, DEPTH levels), "
+                         "each named by its source line: e.g. the solver's preparation, its "
+                         "sweeps and the narrowphase's chunk loop")
     ap.add_argument("--pre", default="", metavar="PYTHON",
                     help="a line of Python run before the trace, with jax, jaxode, api, "
                          "batching (jaxode.sim.solver.batching) and model in scope; it may "
@@ -153,6 +160,9 @@ def main(argv=None):
             print(f"  x{count[k] / args.reps / per_call:6.0f} {leaves[k]:7.2f} ms  {k}")
     if args.kernels:
         _kernel_tables(compiled.as_text(), leaves, count, where, args.reps * per_call, args.top)
+    if args.regions:
+        _region_table(compiled.as_text(), leaves, ms, count, where, args.reps * per_call,
+                      args.regions)
     print("leaf kernels by module:")
     for k, v in by_file.most_common(15):
         print(f"  {v:8.2f}  {k}")
@@ -198,6 +208,68 @@ def _kernel_tables(hlo: str, leaves: dict, count, where: dict, calls: int, top: 
     for b in sorted(sizes):
         v, runs = sizes[b]
         print(f"  <= {b:>8}: {v:7.2f} ms {runs:7.0f} runs {1000 * v / max(runs, 1):6.2f} us")
+
+
+def _region_chains(hlo: str) -> dict:
+    """HLO instruction -> the loops and conditionals (``while``, ``conditional``,
+    ``call`` instructions) that hold it, outermost first."""
+    comp_of, holder, cur = {}, {}, None
+    for line in hlo.splitlines():
+        m = re.match(r"^(?:ENTRY )?%([\w.\-]+) .*\{$", line)
+        if m:
+            cur = m.group(1)
+            continue
+        m = re.match(r"^\s*(?:ROOT )?%([\w.\-]+) = (.*)$", line)
+        if cur is None or not m:
+            continue
+        name, rest = m.groups()
+        comp_of[name] = cur
+        if re.search(r"[\]})] (?:while|conditional|call)\(", rest):
+            for c in re.findall(r"(?:body|condition|to_apply|true_computation|"
+                                r"false_computation)"
+                                r"=%([\w.\-]+)", rest):
+                holder[c] = name
+            for group in re.findall(r"branch_computations=\{([^}]*)\}", rest):
+                for c in re.findall(r"%([\w.\-]+)", group):
+                    holder[c] = name
+    chains = {}
+    for name, comp in comp_of.items():
+        chain = []
+        while comp in holder and len(chain) < 64:
+            chain.append(holder[comp])
+            comp = comp_of.get(holder[comp])
+        chains[name] = tuple(reversed(chain))
+    return chains
+
+
+def _region_table(hlo: str, leaves: dict, ms: dict, count, where: dict, calls: int,
+                  depth: int) -> None:
+    """``--regions``: the leaf kernels' ms per step summed by the loops and
+    conditionals that hold them, as a tree ``depth`` levels deep (session 30: in
+    bin_16 the solver's preparation, a ``conditional`` over the slot counts, cost
+    as much as its 20 sweeps, a ``call`` XLA made of the hoisted row loops,
+    whose own time ``ms`` gives since its kernels are not traced one by one)."""
+    chains = _region_chains(hlo)
+    total = collections.Counter()
+    kernels = collections.Counter()
+    for k, v in leaves.items():
+        chain = chains.get(k, ())
+        for d in range(min(depth, len(chain)) + 1):
+            total[chain[:d]] += v
+            kernels[chain[:d]] += count[k] / calls
+    for name in ms:   # a loop XLA runs as one call has no traced kernels of its own
+        chain = chains.get(name, ()) + (name,)
+        if name.startswith(("while", "call", "cond")) and len(chain) <= depth:
+            total[chain] += 0.0
+    print(f"leaf kernels by the loops and conditionals that hold them (ms per step, kernel "
+          f"runs per step; a loop XLA runs as one call adds its own time):")
+    for chain in sorted(total):
+        name = chain[-1] if chain else "(the step)"
+        f, func, ln = where.get(name, ("", "", 0)) if chain else ("", "", 0)
+        own = f"; itself {ms[name]:.2f} ms x{count[name] / calls:.0f}" if chain and ms.get(
+            name) else ""
+        src = f"  {f}:{ln} {func}" if f else ""
+        print(f"  {total[chain]:8.2f} {kernels[chain]:7.0f}  {'  ' * len(chain)}{name}{own}{src}")
 
 
 if __name__ == "__main__":
