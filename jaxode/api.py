@@ -417,7 +417,7 @@ def _unwrapped_rollout(args, n_steps: int):
             # the params world-minor (batch axis last) once per rollout: the
             # solver lays its share of them out world-minor, and XLA then
             # cancels the two transposes instead of copying every step
-            ap_wm = jax.tree.map(lambda a: -1 if a == 0 else a, ap)
+            ap_wm = jax.tree.map(lambda a: -1, ap)    # (None leaves stay None)
             params_wm = jax.tree.map(lambda x, a: x if a is None else jnp.moveaxis(x, 0, -1),
                                      params, ap)
             step = jax.vmap(guarded_step, in_axes=(am, 0, ap_wm, ad))
