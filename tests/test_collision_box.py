@@ -240,3 +240,58 @@ def test_depth_gradient_values():
     g = jax.jit(jax.grad(lambda z: jnp.sum(box_plane(
         geom(jnp.array([0.0, 0.0, 1.0]) * z, size=(1, 1, 1)), PLANE).depth)))
     np.testing.assert_allclose(float(g(0.45)), -4.0, atol=1e-9)
+
+
+def _clip_reference(poly, e1, e2):
+    """Sutherland-Hodgman in numpy (float64): the convex polygon ``poly`` (n,3)
+    clipped to |x| <= e1, |y| <= e2, interpolating z along the edges."""
+    for axis, s, e in ((0, 1, e1), (0, -1, e1), (1, 1, e2), (1, -1, e2)):
+        out = []
+        for i in range(len(poly)):
+            p, q = poly[i], poly[(i + 1) % len(poly)]
+            fp, fq = s * p[axis] - e, s * q[axis] - e
+            if fp <= 0:
+                out.append(p)
+            if fp * fq < 0:
+                out.append(p + fp / (fp - fq) * (q - p))
+        poly = np.array(out).reshape(-1, 3)
+    return poly
+
+
+def test_rect_quad_candidates_are_the_clipped_polygons_vertices():
+    """box-box's face case keeps the vertices of the incident face clipped to the
+    reference face (ODE's intersectRectQuad2). ``_rect_quad`` lists them as a
+    fixed set of candidates (corners inside, the rectangle's corners inside the
+    quad, edge crossings); truth: a textbook Sutherland-Hodgman clipper, over
+    random parallelograms (tilted out of the plane) and rectangles, some
+    aligned with and some inside the others. Every valid candidate is a vertex
+    of the clipped polygon and every vertex is a valid candidate."""
+    from jaxode.sim.collision.box import _rect_quad
+    rng = np.random.default_rng(7)
+    fn = jax.jit(jax.vmap(_rect_quad))
+    n = 600
+    locs, e1s, e2s = [], [], []
+    for k in range(n):
+        e1, e2 = rng.uniform(0.1, 1.0, 2)
+        c = rng.normal(size=3) * [0.6, 0.6, 0.05]
+        R = rot(rng.normal(size=3), rng.uniform(0, np.pi)) if k % 3 else rot([0, 0, 1], rng.uniform(0, np.pi))
+        if k % 3 and abs(R[2, 2]) < 0.6:   # as box-box's incident face: the most aligned one
+            R = rot([0, 0, 1], rng.uniform(0, np.pi))
+        h = rng.uniform(0.05, 1.2, 2)
+        if k % 7 == 0:                      # the same rectangle, aligned (a stack)
+            R, h, c = np.eye(3), np.array([e1, e2]), np.array([0.0, 0.0, -0.01])
+        signs = np.array([[1, 1], [-1, 1], [-1, -1], [1, -1]], float)
+        locs.append(c + signs[:, :1] * h[0] * R[:, 0] + signs[:, 1:] * h[1] * R[:, 1])
+        e1s.append(e1)
+        e2s.append(e2)
+    pts, valid = jax.tree.map(np.asarray, fn(jnp.asarray(np.array(locs)), jnp.asarray(e1s),
+                                             jnp.asarray(e2s)))
+    for k in range(n):
+        ref = _clip_reference(locs[k], e1s[k], e2s[k])
+        got = pts[k][valid[k]]
+        if len(ref) == 0:
+            assert len(got) == 0, k
+            continue
+        d = np.linalg.norm(got[:, None] - ref[None], axis=2)
+        assert d.min(axis=1).max() < 1e-9, (k, got, ref)  # each candidate is a vertex
+        assert d.min(axis=0).max() < 1e-9, (k, got, ref)  # each vertex is a candidate
