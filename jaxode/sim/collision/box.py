@@ -85,20 +85,22 @@ def _rect_quad(loc, e1, e2):
 
     ``loc``: (4,3) the incident face's corners in the reference face's frame,
     in cyclic order (a parallelogram: ``loc[0] + loc[2] = loc[1] + loc[3]``);
-    z is their height above the reference face. Returns (24,3) points on the
-    incident face and their (24,) validity:
+    z is their height above the reference face. Returns (16,3) points on the
+    incident face and their (16,) validity:
 
     - its 4 corners that lie in the rectangle;
     - the rectangle's 4 corners that lie in the quad (z from the face's plane);
-    - the 16 crossings of its 4 edges with the rectangle's 4 side lines that
-      lie on a side (a crossing needs a strict sign change, as a clip step's).
+    - per side line of the rectangle, the quad's edge crossing it inwards and
+      the one crossing it outwards, where the crossing lies on the side (a
+      crossing needs a strict sign change, as a clip step's).
 
     Every vertex of the intersection polygon is one of these; a vertex on the
     boundary may come twice (the reduction skips duplicates). Each candidate is
     elementwise arithmetic, where the four clip steps were each a gather and a
-    compaction in a loop (14 ms of the 21-box stack's step at 256 worlds; with
-    this set, in-process A/B, median 73.2 -> 66.9 ms per step; bench/RESULTS.md,
-    session 31).
+    compaction in a loop (14 ms of the 21-box stack's step at 256 worlds;
+    in-process A/B, median 73.2 -> 66.9 ms per step with all 16 edge / line
+    crossings as candidates, 65.3 -> 63.9 more with two per line;
+    bench/RESULTS.md, session 31).
     """
     dt = loc.dtype
     ext = jnp.stack([e1, e2]).astype(dt)
@@ -118,7 +120,9 @@ def _rect_quad(loc, e1, e2):
     in_b = det_ok & (jnp.abs(u) <= 1.0) & (jnp.abs(v) <= 1.0)
     corners = jnp.concatenate([rc, (o[2] + u * a1[2] + v * a2[2])[:, None]], axis=1)
     # the edges' crossings with the side lines s * x[axis] = e (static slices,
-    # not an index gather: XLA recomputed the quad inside a gather)
+    # not an index gather: XLA recomputed the quad inside a gather). A convex
+    # quad crosses a line at most twice, entering (f from > 0 to < 0) on one
+    # edge and leaving on another: per line, the first edge of each kind.
     p, q = loc, jnp.concatenate([loc[1:], loc[:1]], axis=0)  # edge i: p[i] -> q[i]
     sgn = jnp.asarray([1.0, -1.0, 1.0, -1.0], dt)
     bound = jnp.stack([e1, e1, e2, e2]).astype(dt)
@@ -128,14 +132,25 @@ def _rect_quad(loc, e1, e2):
 
     fp = sgn * lines(p) - bound
     fq = sgn * lines(q) - bound
-    cross = ((fp < 0) & (fq > 0)) | ((fp > 0) & (fq < 0))
-    t = jnp.where(cross, fp / jnp.where(cross, fp - fq, 1.0), 0.0)
-    x = p[:, None, :] + t[..., None] * (q - p)[:, None, :]  # (edge, line, 3)
-    # on the side: the other coordinate within the rectangle
-    along = jnp.concatenate([jnp.abs(x[:, :2, 1]) <= e2, jnp.abs(x[:, 2:, 0]) <= e1], axis=1)
-    in_c = cross & along
-    pts = jnp.concatenate([loc, corners, x.reshape(16, 3)], axis=0)
-    valid = jnp.concatenate([in_a, in_b, in_c.reshape(16)])
+
+    def crossing(mask):  # (edge, line) -> per line: the point (4,3) and whether any
+        f0, f1 = fp[3], fq[3]
+        p0, q0 = jnp.broadcast_to(p[3], (4, 3)), jnp.broadcast_to(q[3], (4, 3))
+        for i in (2, 1, 0):
+            m = mask[i]
+            f0, f1 = jnp.where(m, fp[i], f0), jnp.where(m, fq[i], f1)
+            p0, q0 = jnp.where(m[:, None], p[i], p0), jnp.where(m[:, None], q[i], q0)
+        hit = mask[0] | mask[1] | mask[2] | mask[3]
+        t = jnp.where(hit, f0 / jnp.where(hit, f0 - f1, 1.0), 0.0)
+        x = p0 + t[:, None] * (q0 - p0)
+        # on the side: the other coordinate within the rectangle
+        along = jnp.concatenate([jnp.abs(x[:2, 1]) <= e2, jnp.abs(x[2:, 0]) <= e1])
+        return x, hit & along
+
+    x_in, in_c = crossing((fp > 0) & (fq < 0))
+    x_out, out_c = crossing((fp < 0) & (fq > 0))
+    pts = jnp.concatenate([loc, corners, x_in, x_out], axis=0)
+    valid = jnp.concatenate([in_a, in_b, in_c, out_c])
     return pts, valid
 
 
