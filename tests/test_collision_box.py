@@ -274,9 +274,10 @@ def test_rect_quad_candidates_are_the_clipped_polygons_vertices():
     for k in range(n):
         e1, e2 = rng.uniform(0.1, 1.0, 2)
         c = rng.normal(size=3) * [0.6, 0.6, 0.05]
-        R = rot(rng.normal(size=3), rng.uniform(0, np.pi)) if k % 3 else rot([0, 0, 1], rng.uniform(0, np.pi))
-        if k % 3 and abs(R[2, 2]) < 0.6:   # as box-box's incident face: the most aligned one
-            R = rot([0, 0, 1], rng.uniform(0, np.pi))
+        spin = rot([0, 0, 1], rng.uniform(0, np.pi))        # in the reference plane
+        R = rot(rng.normal(size=3), rng.uniform(0, np.pi)) if k % 3 else spin
+        if abs(R[2, 2]) < 0.6:   # as box-box's incident face: the most aligned one
+            R = spin
         h = rng.uniform(0.05, 1.2, 2)
         if k % 7 == 0:                      # the same rectangle, aligned (a stack)
             R, h, c = np.eye(3), np.array([e1, e2]), np.array([0.0, 0.0, -0.01])
