@@ -17,7 +17,10 @@ A variant is a line of Python run before its trace, with ``batching``
 ``xla`` in scope. Three names change the model instead of the code: ``CAP``
 (``contact_capacity`` at build), ``ITER`` (``Model.iterations``; ``ITER = 1``
 leaves the step without its sweeps, which shows how much of it they are),
-``TILE`` (``Model.batch_tile``) and ``SLOTS`` (``Model.slot_sizes``). Each variant is settled 100 steps alone first
+``TILE`` (``Model.batch_tile``) and ``SLOTS`` (``Model.slot_sizes``); ``OPTIONS``, a dict, is
+passed to XLA as the variant's compile options (``compiler_options``: XLA's debug
+options by name, e.g. ``OPTIONS = {"xla_cpu_experimental_ynn_fusion_type": "dot"}``,
+which take effect for that compile alone). Each variant is settled 100 steps alone first
 (its own model), then batched to ``--batch`` identical worlds: a
 ``jit(vmap(rollout of 10 steps))`` on one CPU device, as bench/bench_step.py's
 programs (a batch larger than the tile runs tile after tile).
@@ -84,7 +87,8 @@ def main(argv=None):
         fn = jax.jit(jax.vmap(lambda s, p, m=model: jaxode.rollout(m, s, args.steps, dt,
                                                                     params=p)[0]))
         t0 = time.perf_counter()
-        compiled = fn.lower(states, params).compile()
+        compiled = fn.lower(states, params).compile(
+            compiler_options=scope.get("OPTIONS") or None)
         print(f"[{text}] compiled in {time.perf_counter() - t0:.1f} s "
               f"(contact_capacity {model.contact_capacity})", flush=True)
         runs.append((text, compiled, states, params, compiled(states, params)))
