@@ -14,13 +14,14 @@ the first.
 
 A variant is a line of Python run before its trace, with ``batching``
 (jaxode.sim.solver.batching), ``constraint``, ``narrowphase``, ``pgs`` and
-``xla`` in scope. Three names change the model instead of the code: ``CAP``
+``xla`` in scope. These names change the model or its compile instead of the code: ``CAP``
 (``contact_capacity`` at build), ``ITER`` (``Model.iterations``; ``ITER = 1``
 leaves the step without its sweeps, which shows how much of it they are),
 ``TILE`` (``Model.batch_tile``) and ``SLOTS`` (``Model.slot_sizes``); ``OPTIONS``, a dict, is
 passed to XLA as the variant's compile options (``compiler_options``: XLA's debug
-options by name, e.g. ``OPTIONS = {"xla_cpu_experimental_ynn_fusion_type": "dot"}``,
-which take effect for that compile alone). Each variant is settled 100 steps alone first
+options by name, enum values by their full name, e.g. ``OPTIONS =
+{"xla_cpu_experimental_ynn_fusion_type": "LIBRARY_FUSION_TYPE_DOT"}``), for that
+compile alone. Each variant is settled 100 steps alone first
 (its own model), then batched to ``--batch`` identical worlds: a
 ``jit(vmap(rollout of 10 steps))`` on one CPU device, as bench/bench_step.py's
 programs (a batch larger than the tile runs tile after tile).
