@@ -231,15 +231,12 @@ def as_batch_member(fn, model: Model, state: State, params: Params, dt):
         # CPU to compile as single functions and its data stay in cache. Tile k
         # holds worlds k, k + n, ... (a batch split in blocks over devices keeps
         # its share of every tile); the last worlds padded with copies.
-        bat = [batching.to_tiles(x, tile) for x, b in zip(flat, in_batched) if b]
-
         def one_tile(tb):
             it = iter(tb)
             f = [next(it) if b else x for x, b in zip(flat, in_batched)]
             return jax.vmap(one_world, in_axes=axes, axis_size=tile)(*f)
 
-        out = jax.tree.map(lambda x: batching.from_tiles(x, axis_size),
-                           jax.lax.map(one_tile, bat))
+        out = batching.map_tiles(one_tile, [x for x, b in zip(flat, in_batched) if b], tile)
         return out, jax.tree.map(lambda _: True, out)
 
     @jax.custom_jvp
@@ -435,15 +432,13 @@ def _unwrapped_rollout(args, n_steps: int):
             out = run(vals)
         else:
             batched = [i for i, a in enumerate(axes) if a == 0]
-            tiled = [batching.to_tiles(vals[i], tile) for i in batched]
 
             def one_tile(tb):
                 v = list(vals)
                 for i, x in zip(batched, tb):
                     v[i] = x
                 return run(v)
-            out = jax.tree.map(lambda x: batching.from_tiles(x, size),
-                               jax.lax.map(one_tile, tiled))
+            out = batching.map_tiles(one_tile, [vals[i] for i in batched], tile)
         return out, jax.tree.map(lambda _: True, out)
 
     return batch_rules.rule_on_batch(rule, tuple(args))

@@ -303,22 +303,47 @@ def check_tile(tile) -> int:
     return int(tile)
 
 
-def to_tiles(x: jax.Array, tile: int) -> jax.Array:
-    """A batch (leading axis of ``w`` worlds) as tiles of ``tile`` worlds,
-    (n, tile, ...) with n = ceil(w / tile): tile k holds worlds k, k + n, ...,
-    k + (tile - 1) n (a batch split in contiguous blocks over devices keeps its
-    share of every tile), the last positions padded with copies of the last
-    world. :func:`from_tiles` undoes it."""
-    w = x.shape[0]
-    n = -(-w // tile)
-    if n * tile > w:
-        x = jnp.concatenate([x, jnp.broadcast_to(x[-1:], (n * tile - w,) + x.shape[1:])], axis=0)
-    return jnp.swapaxes(x.reshape((tile, n) + x.shape[1:]), 0, 1)
-
-
 def from_tiles(x: jax.Array, w: int) -> jax.Array:
-    """The batch of ``w`` worlds from its tiles (n, tile, ...) (:func:`to_tiles`)."""
+    """The batch of ``w`` worlds from its tiles (n, tile, ...), tile k holding worlds
+    k, k + n, ..., k + (tile - 1) n (:func:`map_tiles`; positions past ``w``
+    dropped)."""
     return jnp.swapaxes(x, 0, 1).reshape((x.shape[0] * x.shape[1],) + x.shape[2:])[:w]
+
+
+def map_tiles(fn, xs: list, tile: int):
+    """``fn`` over a batch's tiles of ``tile`` worlds, one tile after another.
+
+    ``xs``: arrays with a leading axis of the same ``w`` worlds; ``fn`` takes the
+    list of one tile's arrays (``tile`` worlds each) and returns a pytree of
+    arrays with a leading axis of ``tile`` worlds; the result is that pytree for
+    the whole batch, each world in its place. With n = ceil(w / tile) tiles,
+    tile k holds worlds k, k + n, ..., k + (tile - 1) n (a batch split in
+    contiguous blocks over devices keeps its share of every tile), the last
+    positions padded with copies of the last world.
+
+    Each input is laid out (tile, n, ...), a reshape with no copy (world j n + k
+    at [j, k], so tile k is column k), and the loop reads column k in place.
+    Transposing every input to tile-major order first (what ``lax.map`` over
+    the tiles needs) is a kernel per leaf for XLA to compile (chain at 64
+    worlds, one device: 428 fusion kernels so, 343 now; boxes 1,194 and 1,073;
+    bench/RESULTS.md, session 33). The outputs still come back through
+    :func:`from_tiles` (a loop that wrote them column by column would need
+    their shapes first, i.e. ``fn`` traced twice)."""
+    w = xs[0].shape[0]
+    n = -(-w // tile)
+
+    def lay(x):
+        if n * tile > w:   # pad with copies of the last world
+            x = jnp.concatenate([x, jnp.broadcast_to(x[-1:], (n * tile - w,) + x.shape[1:])])
+        return x.reshape((tile, n) + x.shape[1:])
+
+    cols = [lay(x) for x in xs]
+
+    def column(k):
+        return [jax.lax.dynamic_index_in_dim(c, k, axis=1, keepdims=False) for c in cols]
+
+    out = jax.lax.map(lambda k: fn(column(k)), jnp.arange(n))
+    return jax.tree.map(lambda o: from_tiles(o, w), out)
 
 
 def tile_worlds(tile: int, w: int):
