@@ -53,6 +53,7 @@ def main(argv=None):
     from jax._src.profiler import ProfileData
 
     from bench import scenes as S
+    from bench.studies.first_call import program
     from jaxode.sim import constraint, narrowphase  # noqa: F401  (for --pre)
     from jaxode.sim.solver import batching, pgs  # noqa: F401
 
@@ -63,19 +64,8 @@ def main(argv=None):
         model = model.replace(slot_sizes=int(scope["SLOTS"]))
     if "TILE" in scope:
         model = model.replace(batch_tile=int(scope["TILE"]))
-    states = jaxode.batch(jaxode.init(model), a.batch)
-    params = jaxode.batch(model.params, a.batch)
-
-    def one(s, p):
-        return jaxode.rollout(model, s, a.steps, 0.01, params=p)[0]
-
+    fn, states, params = program(model, a.batch, a.steps)
     ndev = len(jax.devices())
-    if ndev > 1 and a.batch % ndev == 0:
-        mesh = jaxode.world_mesh()
-        states, params = jaxode.shard_worlds(states, mesh), jaxode.shard_worlds(params, mesh)
-        fn = jaxode.map_worlds(one, mesh)
-    else:
-        fn = jax.jit(jax.vmap(one))
     t0 = time.perf_counter()
     traced = fn.trace(states, params)
     t1 = time.perf_counter()

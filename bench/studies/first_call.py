@@ -36,6 +36,24 @@ def _since(t):
     return round(c - t[0], 3), round(w - t[1], 3)
 
 
+def program(model, batch: int, steps: int):
+    """(fn, states, params): ``model``'s rollout of ``steps`` steps over ``batch``
+    identical worlds as ``python -m bench`` runs it (a batch the CPU device count
+    divides sharded through ``jaxode.map_worlds``, otherwise ``jit(vmap(rollout))``),
+    with its inputs placed."""
+    states = jaxode.batch(jaxode.init(model), batch)
+    params = jaxode.batch(model.params, batch)
+
+    def one(s, p):
+        return jaxode.rollout(model, s, steps, DT, params=p)[0]
+
+    if len(jax.devices()) > 1 and batch % len(jax.devices()) == 0:
+        mesh = jaxode.world_mesh()
+        states, params = jaxode.shard_worlds(states, mesh), jaxode.shard_worlds(params, mesh)
+        return jaxode.map_worlds(one, mesh), states, params
+    return jax.jit(jax.vmap(one)), states, params
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("scene", choices=sorted(S.SCENES))
@@ -43,16 +61,8 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=30)
     a = ap.parse_args()
     model = S.model_of(a.scene).replace(solver="pgs")
-    states = jaxode.batch(jaxode.init(model), a.batch)
-    params = jaxode.batch(model.params, a.batch)
+    fn, states, params = program(model, a.batch, a.steps)
     ndev = len(jax.devices())
-    one = lambda s, p: jaxode.rollout(model, s, a.steps, DT, params=p)[0]  # noqa: E731
-    if ndev > 1 and a.batch % ndev == 0:
-        mesh = jaxode.world_mesh()
-        states, params = jaxode.shard_worlds(states, mesh), jaxode.shard_worlds(params, mesh)
-        fn = jaxode.map_worlds(one, mesh)
-    else:
-        fn = jax.jit(jax.vmap(one))
     t = _clock()
     traced = fn.trace(states, params)
     trace = _since(t)
