@@ -303,11 +303,22 @@ def check_tile(tile) -> int:
     return int(tile)
 
 
-def from_tiles(x: jax.Array, w: int) -> jax.Array:
-    """The batch of ``w`` worlds from its tiles (n, tile, ...), tile k holding worlds
-    k, k + n, ..., k + (tile - 1) n (:func:`map_tiles`; positions past ``w``
-    dropped)."""
-    return jnp.swapaxes(x, 0, 1).reshape((x.shape[0] * x.shape[1],) + x.shape[2:])[:w]
+def tile_columns(x: jax.Array, tile: int) -> jax.Array:
+    """A batch (leading axis of ``w`` worlds) as (tile, n, ...), n = ceil(w / tile):
+    world j n + k at [j, k], so tile k (column k) holds worlds k, k + n, ...,
+    k + (tile - 1) n (a batch split in contiguous blocks over devices keeps its
+    share of every tile); the positions past ``w`` are copies of the last world.
+    A reshape, no copy, unless padded. :func:`from_tile_columns` undoes it."""
+    w = x.shape[0]
+    n = -(-w // tile)
+    if n * tile > w:
+        x = jnp.concatenate([x, jnp.broadcast_to(x[-1:], (n * tile - w,) + x.shape[1:])])
+    return x.reshape((tile, n) + x.shape[1:])
+
+
+def from_tile_columns(x: jax.Array, w: int) -> jax.Array:
+    """The batch of ``w`` worlds from its (tile, n, ...) layout (:func:`tile_columns`)."""
+    return x.reshape((x.shape[0] * x.shape[1],) + x.shape[2:])[:w]
 
 
 def map_tiles(fn, xs: list, tile: int):
@@ -316,34 +327,26 @@ def map_tiles(fn, xs: list, tile: int):
     ``xs``: arrays with a leading axis of the same ``w`` worlds; ``fn`` takes the
     list of one tile's arrays (``tile`` worlds each) and returns a pytree of
     arrays with a leading axis of ``tile`` worlds; the result is that pytree for
-    the whole batch, each world in its place. With n = ceil(w / tile) tiles,
-    tile k holds worlds k, k + n, ..., k + (tile - 1) n (a batch split in
-    contiguous blocks over devices keeps its share of every tile), the last
-    positions padded with copies of the last world.
+    the whole batch, each world in its place. Tile k is column k of
+    :func:`tile_columns`: worlds k, k + n, ..., k + (tile - 1) n, n = ceil(w /
+    tile), padded with copies of the last world.
 
-    Each input is laid out (tile, n, ...), a reshape with no copy (world j n + k
-    at [j, k], so tile k is column k), and the loop reads column k in place.
+    Each input is laid out (tile, n, ...) (:func:`tile_columns`, a reshape with
+    no copy), and the loop reads column k in place.
     Transposing every input to tile-major order first (what ``lax.map`` over
     the tiles needs) is a kernel per leaf for XLA to compile (chain at 64
     worlds, one device: 428 fusion kernels so, 343 now; boxes 1,194 and 1,073;
-    bench/RESULTS.md, session 33). The outputs still come back through
-    :func:`from_tiles` (a loop that wrote them column by column would need
-    their shapes first, i.e. ``fn`` traced twice)."""
+    bench/RESULTS.md, session 33). The outputs, stacked tile-major by the loop,
+    are still transposed back (a loop that wrote them column by column would
+    need their shapes first, i.e. ``fn`` traced twice)."""
     w = xs[0].shape[0]
-    n = -(-w // tile)
-
-    def lay(x):
-        if n * tile > w:   # pad with copies of the last world
-            x = jnp.concatenate([x, jnp.broadcast_to(x[-1:], (n * tile - w,) + x.shape[1:])])
-        return x.reshape((tile, n) + x.shape[1:])
-
-    cols = [lay(x) for x in xs]
+    cols = [tile_columns(x, tile) for x in xs]
 
     def column(k):
         return [jax.lax.dynamic_index_in_dim(c, k, axis=1, keepdims=False) for c in cols]
 
-    out = jax.lax.map(lambda k: fn(column(k)), jnp.arange(n))
-    return jax.tree.map(lambda o: from_tiles(o, w), out)
+    out = jax.lax.map(lambda k: fn(column(k)), jnp.arange(cols[0].shape[1]))
+    return jax.tree.map(lambda o: from_tile_columns(jnp.swapaxes(o, 0, 1), w), out)
 
 
 def tile_worlds(tile: int, w: int):
@@ -446,13 +449,8 @@ def solver(sweeps, iterations: int, block: int, cone: bool, tile: int = AUTO,
             def tiles(d, b):
                 if not b:
                     return jnp.broadcast_to(d[None, ..., None], (n,) + d.shape + (t,))
-                if n * t > axis_size:  # pad with copies of the last world
-                    d = jnp.concatenate([d, jnp.broadcast_to(d[-1:], (n * t - axis_size,)
-                                                             + d.shape[1:])], axis=0)
-                # tile k holds worlds k, k + n, ..., k + (t - 1) n: a batch split in
-                # contiguous blocks over devices keeps each device's worlds in
-                # every tile (the tile axis stays split; the loop over tiles is not)
-                return jnp.moveaxis(d.reshape((t, n) + d.shape[1:]), 0, -1)
+                # the batch's tile columns (tile_columns), the world axis moved last
+                return jnp.moveaxis(tile_columns(d, t), 0, -1)
 
             wm = barrier(jax.tree.map(tiles, data, data_b))
 
@@ -476,8 +474,7 @@ def solver(sweeps, iterations: int, block: int, cone: bool, tile: int = AUTO,
                               **_extra(per_world))
 
             out = jax.lax.map(one_tile, ready)
-            return tuple(jnp.moveaxis(o, -1, 0).reshape((n * t,) + o.shape[1:-1])[:axis_size]
-                         for o in out)
+            return tuple(from_tile_columns(jnp.moveaxis(o, -1, 0), axis_size) for o in out)
 
         batched = [i for i, b in zip(jax.tree.leaves(idx), jax.tree.leaves(idx_b)) if b]
         if not batched:
