@@ -197,3 +197,47 @@ def test_fma_contraction_is_off_where_jaxode_set_the_flags():
     a, b, c = (rng.normal(size=4096).astype(np.float32) for _ in range(3))
     got = np.asarray(jax.jit(lambda a, b, c: a * b + c)(a, b, c))
     np.testing.assert_array_equal(got, (a * b).astype(np.float32) + c)
+
+
+def _bin_model():
+    # sixteen spheres and tumbling boxes dropped in a layer onto a plane (bench's bin_16
+    # without its walls): every body spins, so the integration's norms all run
+    b = jaxode.WorldBuilder(gravity=(0.0, 0.0, -9.81), solver="pgs")
+    b.add_plane(surface=jaxode.Surface(mu=0.5))
+    ball = jaxode.mass.sphere(0.05, total=0.5)
+    cube = jaxode.mass.box((0.1, 0.1, 0.1), total=0.5)
+    for k in range(16):
+        i, j = divmod(k, 4)
+        pos = (-0.34 + 0.225 * j, -0.34 + 0.225 * i, 0.1 + 0.02 * k)
+        spin = (0.3 * (j - 1.5), 0.2 * (i - 1.5), 0.5 + 0.1 * k)
+        if k % 2:
+            a = 0.3
+            q = (np.cos(a / 2), np.sin(a / 2) / np.sqrt(2), np.sin(a / 2) / np.sqrt(2), 0.0)
+            body = b.add_body(pos=pos, quat=q, angvel=spin, mass=cube)
+            b.add_box((0.1, 0.1, 0.1), body=body, surface=jaxode.Surface(mu=0.5))
+        else:
+            body = b.add_body(pos=pos, angvel=spin, mass=ball)
+            b.add_sphere(0.05, body=body, surface=jaxode.Surface(mu=0.5))
+    return b.build()
+
+
+def test_world_is_bitwise_the_same_alone_and_in_a_wide_untiled_batch():
+    """An untiled batch (``Model.batch_tile = 0``) of 64 worlds of 16 bodies: each
+    operation of the step is one kernel over 1,024 bodies, and XLA's CPU compiler
+    lowers a reduction by its size. A world's ``jnp.sum`` of 3 or 4 squares in the
+    integration rounded differently there than alone (bench's bin_16 diverged at
+    step 10); every floating sum of a few terms is now a chain of adds in index
+    order (``jaxode.sim.math.sum_terms``). Truth: the world alone."""
+    model = _bin_model().replace(batch_tile=0)
+    s0 = jaxode.init(model)
+    w = 64
+    params = _batch_params(model, w, seed=5)
+    alone = jaxode.rollout(model, s0, STEPS, DT, params=_world(params, 37))[1]
+    batch = _run_batch(model, jaxode.batch(s0, w), params)
+    assert np.abs(np.asarray(alone.angvel)).max() > 0.4, "the bodies must spin"
+    assert int(np.max(np.asarray(alone.ncontact))) > 0, "the bodies must touch the plane"
+    for name in ("pos", "quat", "vel", "angvel"):
+        a, b = np.asarray(getattr(alone, name)), np.asarray(getattr(batch, name))[37]
+        bad = np.argwhere(a != b)
+        assert bad.size == 0, (f"{name}: alone and in an untiled batch of {w} differ from "
+                               f"step {bad[0][0]} (max {np.abs(a - b).max():.3g})")

@@ -199,7 +199,7 @@ def source(model: Model, params: Params, contacts: Contacts, body_pos: jax.Array
     # (turned per geom, then read per contact: a contact's (3, 3) rotation
     # gathered per world cost more than the whole friction frame)
     fdir = jm.einsum("gij,gj->gi", grot, params.fdir1)
-    has_fdir = jnp.sum(params.fdir1 ** 2, -1) > 0
+    has_fdir = jm.sum_terms(params.fdir1 ** 2, -1) > 0
     return ContactSource(
         body1=model.geom_body[g1], body2=model.geom_body[g2], geom1=g1, geom2=g2,
         mat1=m1, mat2=m2, friction=contacts.friction, pos=contacts.pos,

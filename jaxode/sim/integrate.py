@@ -41,7 +41,7 @@ def _cofactors(m: jax.Array) -> tuple[jax.Array, jax.Array]:
     LU factorisation: XLA's CPU LU of many small matrices cost more than the
     rest of the body pass."""
     cof = jnp.stack([jnp.cross(m[1], m[2]), jnp.cross(m[2], m[0]), jnp.cross(m[0], m[1])], axis=1)
-    return cof, jnp.sum(m[0] * cof[:, 0])
+    return cof, jm.sum_terms(m[0] * cof[:, 0], -1)
 
 
 def _inv3(m: jax.Array) -> tuple[jax.Array, jax.Array]:
@@ -77,7 +77,7 @@ def gyroscopic_torque(inertia_world: jax.Array, angvel: jax.Array, h: jax.Array)
 def step_body(pos, quat, vel, angvel, finite, h, max_angular_speed,
               lin_damp, ang_damp, lin_thr, ang_thr):
     """ODE's dxStepBody for one body after its velocity update."""
-    w2 = jnp.sum(angvel * angvel)
+    w2 = jm.sq_norm(angvel)
     over = w2 > max_angular_speed * max_angular_speed
     # (both branches stay finite so that gradients never see 0 * inf)
     scale = jnp.where(over, max_angular_speed, 1.0) / jnp.sqrt(jnp.where(over, w2, 1.0))
@@ -87,15 +87,15 @@ def step_body(pos, quat, vel, angvel, finite, h, max_angular_speed,
     wq = jnp.concatenate([jnp.zeros((1,), quat.dtype), angvel])
     q_inf = quat + h * 0.5 * jm.quat_mul(wq, quat)
     # Finite rotation: q <- (cos(theta), sinc(theta) h/2 w) * q, theta = |w| h / 2
-    wlen = jnp.sqrt(jnp.sum(angvel * angvel) + jnp.finfo(quat.dtype).tiny)
+    wlen = jnp.sqrt(jm.sq_norm(angvel) + jnp.finfo(quat.dtype).tiny)
     hh = 0.5 * h
     theta = wlen * hh
     dq = jnp.concatenate([jnp.cos(theta)[None], angvel * (jm.sinc(theta) * hh)])
     q_fin = jm.quat_mul(dq, quat)
     quat = jm.quat_normalize(jnp.where(finite > 0, q_fin, q_inf))
-    v2 = jnp.sum(vel * vel)
+    v2 = jm.sq_norm(vel)
     vel = jnp.where(v2 > lin_thr * lin_thr, vel * (1 - lin_damp), vel)
-    w2 = jnp.sum(angvel * angvel)
+    w2 = jm.sq_norm(angvel)
     angvel = jnp.where(w2 > ang_thr * ang_thr, angvel * (1 - ang_damp), angvel)
     return pos, quat, vel, angvel
 

@@ -32,7 +32,7 @@ def quat_to_mat(q: jax.Array) -> jax.Array:
 
 def quat_normalize(q: jax.Array) -> jax.Array:
     """Unit quaternion; a zero quaternion maps to the identity (ODE's dNormalize4 asserts)."""
-    n2 = jnp.sum(q * q)
+    n2 = sq_norm(q)
     safe = jnp.where(n2 > 0, n2, 1.0)
     ident = jnp.zeros_like(q).at[0].set(1.0)
     return jnp.where(n2 > 0, q / jnp.sqrt(safe), ident)
@@ -153,26 +153,35 @@ def mm(a: jax.Array, b: jax.Array) -> jax.Array:
 UNROLL_TERMS = 16
 
 
-def sum_terms(x: jax.Array, axis) -> jax.Array:
-    """``jnp.sum(x, axis)`` with the terms added in index order. A small
-    contraction (at most :data:`UNROLL_TERMS` terms, every product in the
-    step: 3 or 6) is written as a chain of elementwise adds of slices, which
-    XLA fuses with the product and its consumers: XLA's CPU reduction of a
-    short non-minor axis under ``vmap`` cost 11x the dot it replaced (the
-    body pass of 1024 chain worlds: 26 ms against 2.4 ms, 2.2 ms as adds;
-    jax 0.10.2). Elementwise, so the same in any batch, as :func:`mm` needs."""
-    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+def sum_terms(x: jax.Array, axis=None, keepdims: bool = False) -> jax.Array:
+    """``jnp.sum(x, axis, keepdims=keepdims)`` (``axis`` None: every axis) with
+    the terms added in index order. A small contraction (at most
+    :data:`UNROLL_TERMS` terms, every product in the step: 3 or 6) is written
+    as a chain of elementwise adds of slices, which XLA fuses with the product
+    and its consumers: XLA's CPU reduction of a short non-minor axis under
+    ``vmap`` cost 11x the dot it replaced (the body pass of 1024 chain worlds:
+    26 ms against 2.4 ms, 2.2 ms as adds; jax 0.10.2). Elementwise, so the
+    same bits in any batch, as :func:`mm` needs: XLA CPU lowers a reduction
+    by its size, and a world's ``jnp.sum`` over 3 or 4 entries rounded
+    differently alone and in an untiled batch of 64 (bin_16's quaternion
+    norm; bench/RESULTS.md, session 34). Every floating sum of a few terms in
+    the step goes through here. Integer and boolean sums are exact in any
+    order and stay ``jnp.sum``."""
+    axes = tuple(range(x.ndim)) if axis is None else (
+        (axis,) if isinstance(axis, int) else tuple(axis))
     axes = tuple(a % x.ndim for a in axes)
     terms = 1
     for a in axes:
         terms *= x.shape[a]
-    if terms > UNROLL_TERMS or terms == 0:
-        return jnp.sum(x, axis=axes)
+    if terms > UNROLL_TERMS or terms == 0 or not jnp.issubdtype(x.dtype, jnp.inexact):
+        return jnp.sum(x, axis=axes, keepdims=keepdims)
     keep = [d for d in range(x.ndim) if d not in axes]
     y = jnp.transpose(x, list(axes) + keep).reshape((terms,) + tuple(x.shape[d] for d in keep))
     out = y[0]
     for k in range(1, terms):
         out = out + y[k]
+    if keepdims:
+        out = out.reshape(tuple(1 if d in axes else x.shape[d] for d in range(x.ndim)))
     return out
 
 

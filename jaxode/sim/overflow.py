@@ -32,6 +32,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxode.sim import math as jm
 from jaxode.sim.batch_rules import unless_none
 from jaxode.sim.collision import contact as ct
 
@@ -63,14 +64,14 @@ def spread_rank(pos: jax.Array, depth: jax.Array, valid: jax.Array) -> jax.Array
     k = depth.shape[0]
     first = jnp.argmax(jnp.where(valid, depth, -jnp.inf))
     rank = jnp.full((k,), k, jnp.int32).at[first].set(jnp.where(valid[first], 0, k))
-    mind = jnp.sum((pos - pos[first]) ** 2, axis=-1)
+    mind = jm.sum_terms((pos - pos[first]) ** 2, axis=-1)
 
     def pick(t, carry):   # a loop, not unrolled: compiled once
         rank, mind = carry
         free = valid & (rank == k)
         nxt = jnp.argmax(jnp.where(free, mind, -1.0))
         rank = rank.at[nxt].set(jnp.where(free[nxt], t, rank[nxt]))
-        mind = jnp.minimum(mind, jnp.sum((pos - pos[nxt]) ** 2, axis=-1))
+        mind = jnp.minimum(mind, jm.sum_terms((pos - pos[nxt]) ** 2, axis=-1))
         return rank, mind
 
     rank, _ = jax.lax.fori_loop(1, k, pick, (rank, mind))
@@ -127,10 +128,10 @@ def pair_gap(type2: int, a: jax.Array, b: jax.Array, gpos: jax.Array, grot: jax.
     c1, h1 = sphere(a)
     if type2 == ct.PLANE:
         n = grot[b][:, :, 2]
-        return (jnp.sum(n * (c1 - gpos[b]), axis=-1) - jnp.sum(jnp.abs(n) * h1, axis=-1))
+        return (jm.sum_terms(n * (c1 - gpos[b]), axis=-1) - jm.sum_terms(jnp.abs(n) * h1, axis=-1))
     c2, h2 = sphere(b)
-    return (jnp.linalg.norm(c1 - c2, axis=-1) - jnp.linalg.norm(h1, axis=-1)
-            - jnp.linalg.norm(h2, axis=-1))
+    return (jnp.sqrt(jm.sq_norm(c1 - c2)) - jnp.sqrt(jm.sq_norm(h1))
+            - jnp.sqrt(jm.sq_norm(h2)))
 
 
 def keep_pairs(overlap: jax.Array, capacity: int, type2: int, a: jax.Array, b: jax.Array,

@@ -198,7 +198,7 @@ def capsule_box(g1: GeomWorld, g2: GeomWorld) -> Contact:
                         for x in outside])
 
     x = o + u_star * d  # the segment's closest point, box frame
-    gap2 = jnp.sum((x - jnp.clip(x, -half, half)) ** 2)
+    gap2 = jm.sum_terms((x - jnp.clip(x, -half, half)) ** 2)
     eps = _INSIDE_DIST[jnp.finfo(c.dtype).bits // 8]
     inside = gap2 < eps * eps
     cbox = GeomWorld(c, crot, jnp.stack([2 * r, 2 * r, 2 * h + 2 * r]))

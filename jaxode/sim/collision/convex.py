@@ -106,7 +106,7 @@ def place(hull: Hull, pos, rot) -> PlacedHull:
     return PlacedHull(verts=pos + jm.mm(lv, rot.T), normals=normals,
                       offsets=hull.offsets.astype(dt) + jm.mm(normals, pos),
                       centre=pos + jm.mm(rot, hull.centre.astype(dt)),
-                      extent=0.5 * jnp.sum(jnp.max(lv, axis=0) - jnp.min(lv, axis=0)),
+                      extent=0.5 * jm.sum_terms(jnp.max(lv, axis=0) - jnp.min(lv, axis=0)),
                       hull=hull)
 
 
@@ -138,7 +138,7 @@ def _scaled_hull(kind: str, scale) -> Hull:
     verts = jnp.asarray(t["verts"], dt) * scale
     normals = jnp.asarray(t["normals"], dt)
     first = jnp.asarray(t["faces"][:, 0])
-    offsets = jnp.sum(normals * verts[first], axis=-1)
+    offsets = jm.sum_terms(normals * verts[first], axis=-1)
     ints = {k: jnp.asarray(t[k]) for k in ("faces", "face_size", "edges", "edge_faces", "tris",
                                             "nvert", "nface")}
     return Hull(verts=verts, normals=normals, offsets=offsets, centre=jnp.zeros(3, dt), **ints)
@@ -158,7 +158,7 @@ def prism_hull(radius, length) -> Hull:
 
 # ------------------------------------------------------------ helpers
 def _normalize(v, fallback):
-    n2 = jnp.sum(v * v, axis=-1, keepdims=True)
+    n2 = jm.sum_terms(v * v, axis=-1, keepdims=True)
     ok = n2 > _EPS2
     return jnp.where(ok, v / jnp.sqrt(jnp.where(ok, n2, 1.0)), fallback)
 
@@ -178,11 +178,11 @@ def closest_on_triangles(p, a, b, c):
     """Closest point to p (3,) on each triangle (a, b, c) (T, 3) [m]: Ericson's
     Voronoi regions (vertex, edge, face), branch-free and division-safe."""
     ab, ac, ap = b - a, c - a, p - a
-    d1, d2 = jnp.sum(ab * ap, -1), jnp.sum(ac * ap, -1)
+    d1, d2 = jm.sum_terms(ab * ap, -1), jm.sum_terms(ac * ap, -1)
     bp = p - b
-    d3, d4 = jnp.sum(ab * bp, -1), jnp.sum(ac * bp, -1)
+    d3, d4 = jm.sum_terms(ab * bp, -1), jm.sum_terms(ac * bp, -1)
     cp = p - c
-    d5, d6 = jnp.sum(ab * cp, -1), jnp.sum(ac * cp, -1)
+    d5, d6 = jm.sum_terms(ab * cp, -1), jm.sum_terms(ac * cp, -1)
     vc = d1 * d4 - d3 * d2
     vb = d5 * d2 - d1 * d6
     va = d3 * d6 - d5 * d4
@@ -211,7 +211,7 @@ def signed_distance(h: PlacedHull, p):
     inside = plane[k] <= 0
     tris = h.hull.tris
     q_t = closest_on_triangles(p, h.verts[tris[:, 0]], h.verts[tris[:, 1]], h.verts[tris[:, 2]])
-    d2 = jnp.sum((p - q_t) ** 2, axis=-1)
+    d2 = jm.sum_terms((p - q_t) ** 2, axis=-1)
     j = jnp.argmin(d2)
     ok = d2[j] > _EPS2
     dist = jnp.where(ok, jnp.sqrt(jnp.where(ok, d2[j], 1.0)), 0.0)
@@ -258,7 +258,7 @@ def _nearest_on_segment(h: PlacedHull, p0, p1):
     e = h.hull.edges
     ps, qs = jax.vmap(lambda q0, q1: _closest_seg_seg(p0, p1, q0, q1))(h.verts[e[:, 0]],
                                                                        h.verts[e[:, 1]])
-    d_edge = jnp.sum((ps - qs) ** 2, axis=-1)
+    d_edge = jm.sum_terms((ps - qs) ** 2, axis=-1)
     sd0, _, _ = signed_distance(h, p0)
     sd1, _, _ = signed_distance(h, p1)
     cand = jnp.concatenate([ps, p0[None], p1[None]])
@@ -309,8 +309,8 @@ def _segment_in_hull(hull: Hull, o, d, half) -> _SegmentIn:
     inside = (hi > lo) & jnp.all(ok | (room > 0))
     e = verts[hull.edges[:, 1]] - verts[hull.edges[:, 0]]
     u = jnp.cross(d[None], e)
-    u2 = jnp.sum(u * u, -1)
-    uok = u2 > _parallel2(dt) * jnp.sum(e * e, -1)
+    u2 = jm.sum_terms(u * u, -1)
+    uok = u2 > _parallel2(dt) * jm.sum_terms(e * e, -1)
     u = u / jnp.sqrt(jnp.where(uok, u2, 1.0))[:, None]
     axes = jnp.concatenate([normals, u, -u])
     ax_ok = jnp.concatenate([jnp.ones(normals.shape[0], bool), uok, uok])
@@ -449,11 +449,11 @@ def _edge_pairs(a: PlacedHull, b: PlacedHull):
     bdc = jm.mm(na[:, 1], dxc.T)
     minkowski = (cba * dba < 0) & (adc * bdc < 0) & (cba * bdc > 0)
     u = jnp.cross(da[:, None], db[None])  # (EA, EB, 3)
-    u2 = jnp.sum(u * u, -1)
-    la2, lb2 = jnp.sum(da * da, -1)[:, None], jnp.sum(db * db, -1)[None]
+    u2 = jm.sum_terms(u * u, -1)
+    la2, lb2 = jm.sum_terms(da * da, -1)[:, None], jm.sum_terms(db * db, -1)[None]
     ok = minkowski & (u2 > _parallel2(u2.dtype) * la2 * lb2)
-    uw = jnp.sum(u * (pb[None] - pa[:, None]), -1)
-    out = jnp.sum(u * pa[:, None], -1)  # u . (pa - centre): > 0 when u points out of a
+    uw = jm.sum_terms(u * (pb[None] - pa[:, None]), -1)
+    out = jm.sum_terms(u * pa[:, None], -1)  # u . (pa - centre): > 0 when u points out of a
     sep = jnp.where(out < 0, -uw, uw) / jnp.sqrt(jnp.where(ok, u2, 1.0))
     return jnp.where(ok, sep, -_BIG)
 
@@ -592,7 +592,7 @@ def convex_heightfield(g1: GeomWorld, g2: GeomWorld, hull1: Hull, heights, dims)
     mids = 0.5 * (h.verts[hull1.edges[:, 0]] + h.verts[hull1.edges[:, 1]])
     inloop = jnp.arange(hull1.faces.shape[1])[None] < hull1.face_size[:, None]
     loops = h.verts[hull1.faces]  # (F, L, 3)
-    centroids = (jnp.sum(jnp.where(inloop[..., None], loops, 0.0), axis=1)
+    centroids = (jm.sum_terms(jnp.where(inloop[..., None], loops, 0.0), axis=1)
                  / hull1.face_size[:, None].astype(h.verts.dtype))
     pts = jnp.concatenate([h.verts, mids, centroids])
     return _points_contacts(pts, heights, dims, g2, CONVEX_HFIELD_NCON)

@@ -73,7 +73,7 @@ def _flat_tol(dtype) -> float:
 
 def _normalize(v, fallback=None):
     """Unit vectors along the last axis and a mask of the well-defined ones."""
-    n2 = jnp.sum(v * v, axis=-1, keepdims=True)
+    n2 = jm.sum_terms(v * v, axis=-1, keepdims=True)
     ok = n2 > _EPS2
     u = v / jnp.sqrt(jnp.where(ok, n2, 1.0))
     if fallback is not None:
@@ -106,8 +106,8 @@ def _rim_point(cc, a, r, p):
 def _closest_on_seg(p, p0, p1):
     """Closest point to p (..., 3) on the segment [p0, p1] (broadcasting)."""
     e = p1 - p0
-    ee = jnp.sum(e * e, axis=-1, keepdims=True)
-    t = jnp.sum((p - p0) * e, axis=-1, keepdims=True) / jnp.where(ee > _EPS2, ee, 1.0)
+    ee = jm.sum_terms(e * e, axis=-1, keepdims=True)
+    t = jm.sum_terms((p - p0) * e, axis=-1, keepdims=True) / jnp.where(ee > _EPS2, ee, 1.0)
     return p0 + jnp.clip(t, 0.0, 1.0) * e
 
 
@@ -306,15 +306,15 @@ def _inside(x, f2, fz, f: Feature, n, frame, tol):
     polygon (repeated vertices allowed) or, for a disc, lifted onto its plane
     within the exact radius."""
     e = jnp.roll(f2, -1, axis=0) - f2
-    area2 = jnp.sum(_cross2(f2, jnp.roll(f2, -1, axis=0)))
+    area2 = jm.sum_terms(_cross2(f2, jnp.roll(f2, -1, axis=0)))
     sg = jnp.where(area2 >= 0, 1.0, -1.0)
     c = _cross2(e[None], x[:, None] - f2[None])
-    le = jnp.sqrt(jnp.sum(e * e, axis=-1))
+    le = jnp.sqrt(jm.sum_terms(e * e, axis=-1))
     in_poly = jnp.all(sg * c >= -tol * le[None], axis=1)
     q = _closest_on_seg(x, f2[0], f2[1])
-    in_seg = jnp.sum((x - q) ** 2, axis=-1) <= tol * tol
+    in_seg = jm.sum_terms((x - q) ** 2, axis=-1) <= tol * tol
     lift = jm.mm(x, frame.T) + _plane_z(x, f2, fz, f.m, n, frame)[:, None] * n - f.centre
-    in_disc = jnp.sum(lift * lift, axis=-1) <= (f.radius + tol) ** 2
+    in_disc = jm.sum_terms(lift * lift, axis=-1) <= (f.radius + tol) ** 2
     return jnp.where(f.is_seg, in_seg, jnp.where(f.is_disc, in_disc, in_poly))
 
 
@@ -327,9 +327,9 @@ def _edge_circle(p2, pz, q2, qz, q: Feature, n, frame):
         return jm.mm(x, frame.T) + _plane_z(x, q2, qz, q.m, n, frame)[..., None] * n
     x0 = lift(p2) - q.centre
     x1 = lift(p2 + e2) - q.centre - x0
-    qa = jnp.sum(x1 * x1, -1)
-    qb = jnp.sum(x0 * x1, -1)
-    qc = jnp.sum(x0 * x0, -1) - q.radius ** 2
+    qa = jm.sum_terms(x1 * x1, -1)
+    qb = jm.sum_terms(x0 * x1, -1)
+    qc = jm.sum_terms(x0 * x0, -1) - q.radius ** 2
     disc = qb * qb - qa * qc
     ok = (qa > _EPS2) & (disc >= 0) & q.is_disc
     sd = jnp.sqrt(jnp.where(ok, disc, 0.0))
@@ -376,8 +376,8 @@ def _manifold(n, fa: Feature, fb: Feature, tol):
     eb = jnp.roll(b2, -1, axis=0) - b2
     ebz = jnp.roll(bz, -1) - bz
     den = _cross2(ea[:, None], eb[None])  # (KA, KB)
-    la = jnp.sqrt(jnp.sum(ea * ea, -1))[:, None]
-    lb = jnp.sqrt(jnp.sum(eb * eb, -1))[None]
+    la = jnp.sqrt(jm.sum_terms(ea * ea, -1))[:, None]
+    lb = jnp.sqrt(jm.sum_terms(eb * eb, -1))[None]
     dok = jnp.abs(den) > 1e-9 * la * lb + 1e-30
     dsafe = jnp.where(dok, den, 1.0)
     w = b2[None] - a2[:, None]

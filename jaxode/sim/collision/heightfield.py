@@ -67,7 +67,7 @@ def surface(heights, dims, g2: GeomWorld, xy):
     hv = jnp.where(lower, h01 - h00, h11 - h10)
     h = jnp.where(lower, h00 + fu * hu + fv * hv, h11 - (1.0 - fu) * hu - (1.0 - fv) * hv)
     n = jnp.stack([-hu / cx, -hv / cy, jnp.ones_like(hu)], axis=-1)
-    n = n / jnp.sqrt(jnp.sum(n * n, axis=-1, keepdims=True))
+    n = n / jnp.sqrt(jm.sum_terms(n * n, axis=-1, keepdims=True))
     return h.astype(dt) + g2.pos[2], n.astype(dt), inside
 
 
@@ -76,7 +76,7 @@ def _points_contacts(pts, heights, dims, g2, ncon):
     h, n, inside = surface(heights, dims, g2, pts[:, :2])
     raw = (h - pts[:, 2]) * n[:, 2]
     depth, touch = touching(raw, coord_scale(pts, g2.pos, heights))
-    extent = 0.5 * jnp.sum(jnp.max(pts, axis=0) - jnp.min(pts, axis=0))
+    extent = 0.5 * jm.sum_terms(jnp.max(pts, axis=0) - jnp.min(pts, axis=0))
     flat_tol = _FLAT_REL * extent
     # A face resting on the terrain: its samples within the flat band of the
     # deepest touching one are in contact (at depth 0) even where the body's

@@ -154,7 +154,7 @@ def bounding_radius(gtype, size):
     size (..., 3) as ``GeomWorld.size`` (a convex geom's is its size[1])."""
     r, ln = size[..., 0], size[..., 1]
     return jnp.where(gtype == ct.SPHERE, r, jnp.where(
-        gtype == ct.BOX, 0.5 * jnp.sqrt(jnp.sum(size * size, -1)), jnp.where(
+        gtype == ct.BOX, 0.5 * jnp.sqrt(jm.sum_terms(size * size, -1)), jnp.where(
             gtype == ct.CAPSULE, r + 0.5 * ln, jnp.where(
                 gtype == ct.CYLINDER, jnp.sqrt(r * r + 0.25 * ln * ln), ln))))
 
@@ -205,8 +205,8 @@ def reduce_contacts(pos, normal, depth, ok, ncon: int, scale) -> Contact:
     dup2 = (_DUP_REL * scale) ** 2
 
     def dist2(j):
-        return (jnp.sum((pos - pos[j]) ** 2, axis=-1)
-                + scale * scale * jnp.sum((normal - normal[j]) ** 2, axis=-1))
+        return (jm.sum_terms((pos - pos[j]) ** 2, axis=-1)
+                + scale * scale * jm.sum_terms((normal - normal[j]) ** 2, axis=-1))
 
     first = jnp.argmax(jnp.where(ok, depth, -_BIG))
     sel, sel_ok = [first], [ok[first]]
@@ -228,9 +228,9 @@ def reduce_contacts(pos, normal, depth, ok, ncon: int, scale) -> Contact:
 # ------------------------------------------------------------ balls
 def _bary_zero(q, a, b, c, n):
     """Which barycentric coordinates of q (K, 3) on its triangle vanish (K, 3) bool."""
-    area = jnp.sum(jnp.cross(b - a, c - a) * n, -1)
-    w = jnp.stack([jnp.sum(jnp.cross(b - q, c - q) * n, -1), jnp.sum(jnp.cross(c - q, a - q) * n, -1),
-                   jnp.sum(jnp.cross(a - q, b - q) * n, -1)], -1) / area[:, None]
+    area = jm.sum_terms(jnp.cross(b - a, c - a) * n, -1)
+    w = jnp.stack([jm.sum_terms(jnp.cross(b - q, c - q) * n, -1), jm.sum_terms(jnp.cross(c - q, a - q) * n, -1),
+                   jm.sum_terms(jnp.cross(a - q, b - q) * n, -1)], -1) / area[:, None]
     return w <= _BARY_TOL
 
 
@@ -240,9 +240,9 @@ def ball_triangles(tris: Triangles, centre, r):
     the module's one-sided and internal-edge rules."""
     q = closest_on_triangles(centre, tris.a, tris.b, tris.c)
     n = tris.normal
-    s = jnp.sum(n * (centre - tris.a), -1)  # signed distance to the triangle's plane
+    s = jm.sum_terms(n * (centre - tris.a), -1)  # signed distance to the triangle's plane
     zero = _bary_zero(q, tris.a, tris.b, tris.c, n)
-    nz = jnp.sum(zero, -1)
+    nz = jm.sum_terms(zero, -1)
     # an edge: the zero coordinate j is opposite edge (j + 1) % 3; a corner: the nonzero one
     edge = (jnp.argmax(zero, -1) + 1) % 3
     corner = jnp.argmin(zero, -1)
@@ -250,7 +250,7 @@ def ball_triangles(tris: Triangles, centre, r):
         nz == 1, jnp.take_along_axis(tris.edge_kind, edge[:, None], 1)[:, 0],
         jnp.take_along_axis(tris.corner_kind, corner[:, None], 1)[:, 0]))
     d_vec = centre - q
-    d2 = jnp.sum(d_vec * d_vec, -1)
+    d2 = jm.sum_terms(d_vec * d_vec, -1)
     dist = jnp.sqrt(jnp.where(d2 > 0, d2, 1.0)) * (d2 > 0)
     n_true = _normalize(d_vec, n)
     convex = kind == _CONVEX
@@ -262,7 +262,7 @@ def ball_triangles(tris: Triangles, centre, r):
     # triangle: across a flat edge the coplanar neighbour owns it, and a centre
     # projecting beyond the flat region (a ball beside a box mesh, behind this
     # face's plane) must not get this face's normal and depth r - s > r
-    lateral = jnp.sqrt(jnp.sum((centre - s[:, None] * n - q) ** 2, -1))
+    lateral = jnp.sqrt(jm.sum_terms((centre - s[:, None] * n - q) ** 2, -1))
     face_ok = convex | (lateral <= _FLAT_LAT_REL * r)
     valid = (tris.valid & (kind != _CONCAVE) & touches & touch & face_ok
              & jnp.where(convex, s > 0, s >= -r))
@@ -284,8 +284,8 @@ def _segment_points(p0, p1, tris: Triangles):
     ends = jnp.broadcast_to(jnp.stack([p0, p1]), (k, 2, 3))
     seg = jax.vmap(lambda u, v: _closest_seg_seg(p0, p1, u, v)[0])
     e = jnp.stack([seg(tris.a, tris.b), seg(tris.b, tris.c), seg(tris.c, tris.a)], axis=1)
-    s0 = jnp.sum(tris.normal * (p0 - tris.a), -1)
-    s1 = jnp.sum(tris.normal * (p1 - tris.a), -1)
+    s0 = jm.sum_terms(tris.normal * (p0 - tris.a), -1)
+    s1 = jm.sum_terms(tris.normal * (p1 - tris.a), -1)
     cross = s0 * s1 < 0
     t = jnp.where(cross, s0 / jnp.where(cross, s0 - s1, 1.0), 0.0)
     x = p0 + t[:, None] * (p1 - p0)
@@ -318,9 +318,9 @@ def _triangle_hull(v, n) -> PlacedHull:
                                                                       -jm.mm(n, v[0])]),
                 faces=i(_TRI_FACES), face_size=i(np.array([3, 3])), edges=i(_TRI_EDGES),
                 edge_faces=i(np.zeros((3, 2), np.int64) + [0, 1]), tris=i(_TRI_FACES[:1]),
-                centre=jnp.mean(v, 0), nvert=i(3), nface=i(2))
+                centre=jm.sum_terms(v, 0) / 3, nvert=i(3), nface=i(2))
     return PlacedHull(verts=v, normals=hull.normals, offsets=hull.offsets, centre=hull.centre,
-                      extent=0.5 * jnp.sum(jnp.max(v, 0) - jnp.min(v, 0)), hull=hull)
+                      extent=0.5 * jm.sum_terms(jnp.max(v, 0) - jnp.min(v, 0)), hull=hull)
 
 
 def triangle_sat(h: PlacedHull, v, n):
@@ -336,10 +336,10 @@ def triangle_sat(h: PlacedHull, v, n):
     hp = h.verts[e[:, 0]]
     he = h.verts[e[:, 1]] - hp
     u = jnp.cross(te[:, None, :], he[None, :, :])  # (3, E, 3)
-    u2 = jnp.sum(u * u, -1)
-    ok = u2 > _PARALLEL2 * jnp.sum(te * te, -1)[:, None] * jnp.sum(he * he, -1)[None]
+    u2 = jm.sum_terms(u * u, -1)
+    ok = u2 > _PARALLEL2 * jm.sum_terms(te * te, -1)[:, None] * jm.sum_terms(he * he, -1)[None]
     u = u / jnp.sqrt(jnp.where(ok, u2, 1.0))[..., None]
-    u = jnp.where((jnp.sum(u * (hp - h.centre)[None], -1) < 0)[..., None], -u, u)
+    u = jnp.where((jm.sum_terms(u * (hp - h.centre)[None], -1) < 0)[..., None], -u, u)
     sep_e = (jnp.min(jm.einsum("iek,jk->iej", u, v), -1)
              - jnp.max(jm.einsum("iek,vk->iev", u, h.verts), -1))
     return sep_t, sep_f, jnp.where(ok, sep_e, -_BIG), u
@@ -358,16 +358,16 @@ def _arcs_cross(a, b, c, d):
     (a hull edge: its faces' normals negated) cross (Gregorius' Minkowski
     face test; touching arcs do not count). Broadcasts over leading axes."""
     bxa, dxc = jnp.cross(b, a), jnp.cross(d, c)
-    cba, dba = jnp.sum(c * bxa, -1), jnp.sum(d * bxa, -1)
-    adc, bdc = jnp.sum(a * dxc, -1), jnp.sum(b * dxc, -1)
+    cba, dba = jm.sum_terms(c * bxa, -1), jm.sum_terms(d * bxa, -1)
+    adc, bdc = jm.sum_terms(a * dxc, -1), jm.sum_terms(b * dxc, -1)
     return (cba * dba < 0) & (adc * bdc < 0) & (cba * bdc > 0)
 
 
 def _unit_cross(x, y):
     """Unit x cross y and whether x, y are not parallel (broadcasting)."""
     u = jnp.cross(x, y)
-    u2 = jnp.sum(u * u, -1)
-    ok = u2 > _PARALLEL2 * jnp.sum(x * x, -1) * jnp.sum(y * y, -1)
+    u2 = jm.sum_terms(u * u, -1)
+    ok = u2 > _PARALLEL2 * jm.sum_terms(x * x, -1) * jm.sum_terms(y * y, -1)
     return u / jnp.sqrt(jnp.where(ok, u2, 1.0))[..., None], ok
 
 
@@ -376,7 +376,7 @@ def _clip_triangle_prism(poly, cnt, v, n, top):
     triangle v (3, 3) (normal n), and below its plane when ``top``."""
     side = jnp.cross(v[jnp.array([1, 2, 0])] - v, n)  # outward side planes (counter-clockwise loop)
     planes = jnp.concatenate([side, n[None]])
-    offs = jnp.concatenate([jnp.sum(side * v, -1), jnp.where(top, jm.mm(n, v[0]), _BIG)[None]])
+    offs = jnp.concatenate([jm.sum_terms(side * v, -1), jnp.where(top, jm.mm(n, v[0]), _BIG)[None]])
 
     def body(k, carry):  # one loop body: a quarter of the code of four unrolled steps
         return _clip_plane(carry[0], carry[1], planes[k], offs[k])
@@ -438,9 +438,9 @@ def hull_triangle(h: PlacedHull, v, n, edge_kind, valid, cones: Cones | None = N
     # own edges: a convex one within its arc (n, neighbour), a boundary one
     # always, pointing into h
     m = cn.edge_normal
-    boundary = jnp.sum(m * m, -1) < 0.25
-    into_h = jnp.sum(u_o * (hp - h.centre)[None], -1) < 0
-    arc_side = jnp.sum(u_o * (n + m)[:, None], -1) > 0
+    boundary = jm.sum_terms(m * m, -1) < 0.25
+    into_h = jm.sum_terms(u_o * (hp - h.centre)[None], -1) < 0
+    arc_side = jm.sum_terms(u_o * (n + m)[:, None], -1) > 0
     plus = jnp.where(boundary[:, None], into_h, arc_side)
     u_o = jnp.where(plus[..., None], u_o, -u_o)
     arc_o = _arcs_cross(n, m[:, None], hn[None, :, 0], hn[None, :, 1])
@@ -457,9 +457,9 @@ def hull_triangle(h: PlacedHull, v, n, edge_kind, valid, cones: Cones | None = N
         d = cn.other - v[:, None]  # (3, R, 3)
 
         def dot(x, y):  # (3, R, 3) . (E, 3) -> (3, R, E); small: a fusion, not a batched matmul
-            return jnp.sum(x[:, :, None] * y[None, None], -1)
+            return jm.sum_terms(x[:, :, None] * y[None, None], -1)
 
-        dd, gg, dg = jnp.sum(d * d, -1)[..., None], jnp.sum(he * he, -1), dot(d, he)
+        dd, gg, dg = jm.sum_terms(d * d, -1)[..., None], jm.sum_terms(he * he, -1), dot(d, he)
         u2 = dd * gg - dg * dg  # (3, R, E)
         uw = dot(jnp.cross(v[:, None], d), he) - dot(d, jnp.cross(he, hp))
         side = dot(jnp.cross(cn.normals + n_next, d), he)  # u . (n_r + n_(r+1))
@@ -545,7 +545,7 @@ def hull_trimesh(h: PlacedHull, tris: Triangles, ncon: int, scale) -> Contact:
 def box_trimesh(g1: GeomWorld, g2: GeomWorld, tris: Triangles) -> Contact:
     """Box (g1) vs mesh (g2): the box's 8-corner hull per triangle; 8 slots."""
     return hull_trimesh(place(box_hull(g1.size), g1.pos, g1.rot), tris, BOX_TRIMESH_NCON,
-                        0.5 * jnp.sqrt(jnp.sum(g1.size * g1.size)))
+                        0.5 * jnp.sqrt(jm.sum_terms(g1.size * g1.size)))
 
 
 def cylinder_trimesh(g1: GeomWorld, g2: GeomWorld, tris: Triangles) -> Contact:

@@ -57,5 +57,5 @@ def trimesh_heightfield(g1: GeomWorld, g2: GeomWorld, verts, tris, heights, dims
     v = world_vertices(g1, verts)
     corners = v[tris]  # (T, 3, 3)
     mids = 0.5 * (corners + jnp.roll(corners, -1, axis=1))
-    pts = jnp.concatenate([v, mids.reshape(-1, 3), jnp.mean(corners, axis=1)])
+    pts = jnp.concatenate([v, mids.reshape(-1, 3), jm.sum_terms(corners, 1) / 3])
     return _points_contacts(pts, heights, dims, g2, TRIMESH_HFIELD_NCON)

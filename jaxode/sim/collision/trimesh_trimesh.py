@@ -117,11 +117,11 @@ def triangle_prism(u, n, thick) -> PlacedHull:
     nine edges (top, back, lateral), as a placed hull."""
     verts = jnp.concatenate([u, u - thick * n])
     side = jnp.cross(u[jnp.array([1, 2, 0])] - u, n)
-    side = side / jnp.linalg.norm(side, axis=-1, keepdims=True)
+    side = side / jnp.sqrt(jm.sum_terms(side * side, -1, keepdims=True))
     normals = jnp.concatenate([jnp.stack([n, -n]), side])
     offsets = jnp.concatenate([jnp.stack([jm.mm(n, u[0]), -jm.mm(n, verts[3])]),
-                               jnp.sum(side * u, -1)])
-    centre = jnp.mean(verts, 0)
+                               jm.sum_terms(side * u, -1)])
+    centre = jm.sum_terms(verts, 0) / verts.shape[0]
     def i(x):
         return jnp.asarray(x, jnp.int32)
 
@@ -129,7 +129,7 @@ def triangle_prism(u, n, thick) -> PlacedHull:
                 face_size=i(_PRISM_FACE_SIZE), edges=i(_PRISM_EDGES),
                 edge_faces=i(_PRISM_EDGE_FACES), tris=i(_PRISM_TRIS), centre=centre,
                 nvert=i(6), nface=i(5))
-    extent = 0.5 * jnp.sum(jnp.max(verts, 0) - jnp.min(verts, 0))
+    extent = 0.5 * jm.sum_terms(jnp.max(verts, 0) - jnp.min(verts, 0))
     return PlacedHull(verts=verts, normals=normals, offsets=offsets, centre=centre,
                       extent=extent, hull=hull)
 
@@ -141,7 +141,7 @@ def _allowed(nu, v, edge_kind, corner_kind, tol):
     pair keeps it: its A side has its own masks, ``_prism_masks``.)"""
     proj = jm.mm(v, nu)
     touch = proj >= jnp.max(proj) - tol
-    nt = jnp.sum(touch)
+    nt = jm.sum_terms(touch)
     edge = (jnp.argmin(touch) + 1) % 3  # the edge opposite the one vertex not touching
     return (nt == 3) | ((nt == 2) & (edge_kind[edge] == _CONVEX)) | (
         (nt == 1) & (corner_kind[jnp.argmax(touch)] == _CONVEX))
@@ -168,7 +168,7 @@ def convex_features(q, v, n, edge_kind, corner_kind):
     w = jnp.stack([jm.mm(jnp.cross(d[:, 1], d[:, 2]), n), jm.mm(jnp.cross(d[:, 2], d[:, 0]), n),
                    jm.mm(jnp.cross(d[:, 0], d[:, 1]), n)], -1) / area
     zero = w <= _FEATURE_REL
-    nz = jnp.sum(zero, -1)
+    nz = jm.sum_terms(zero, -1)
     edge = (jnp.argmax(zero, -1) + 1) % 3  # the zero coordinate j is opposite edge j + 1
     corner = (nz >= 2) & (corner_kind[jnp.argmin(zero, -1)] == _CONVEX)
     return corner, corner | ((nz == 1) & (edge_kind[edge] == _CONVEX))
@@ -259,7 +259,7 @@ def _maybe(u, tris_a: Triangles, v, tris_b: Triangles, origin, margin):
     lo_b, hi_b = jnp.min(v, 1), jnp.max(v, 1)
     overlap = jnp.all((lo_a[:, None] <= hi_b[None]) & (lo_b[None] <= hi_a[:, None]), -1)
     facing = jm.mm(tris_a.normal, tris_b.normal.T) < 0
-    front = jnp.sum(tris_b.normal * (origin - tris_b.a), -1) >= 0
+    front = jm.sum_terms(tris_b.normal * (origin - tris_b.a), -1) >= 0
     return overlap & facing & front[None] & tris_a.valid[:, None] & tris_b.valid[None]
 
 
@@ -278,7 +278,7 @@ def trimesh_trimesh(g1: GeomWorld, g2: GeomWorld, tris_a: Triangles,
     ia, ib = jnp.nonzero(maybe, size=budget, fill_value=0)
     live = jnp.arange(budget) < count
     n_a = tris_a.normal[ia]
-    thick = jnp.maximum(jnp.sum(n_a * (u[ia, 0] - g1.pos), -1), _MIN_THICK * radius)
+    thick = jnp.maximum(jm.sum_terms(n_a * (u[ia, 0] - g1.pos), -1), _MIN_THICK * radius)
 
     def one(ua, na, t, kind_a, corner_a, vb, nb, ek, ck, ok):
         p = triangle_prism(ua, na, t)

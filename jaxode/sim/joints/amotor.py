@@ -35,7 +35,7 @@ from jaxode.sim.joints.common import (AMOTOR, BodyPair, JointParams, JointType, 
 
 
 def _normalize(v):
-    return v / jnp.sqrt(jnp.sum(v * v) + jnp.finfo(v.dtype).tiny)
+    return v / jnp.sqrt(jm.sum_terms(v * v) + jnp.finfo(v.dtype).tiny)
 
 
 def user_axes(g, r1, r2):

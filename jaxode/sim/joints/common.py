@@ -160,7 +160,7 @@ def hinge_angle_from_quat(qrel_now, axis):
     cost2 = qrel_now[0]
     # |sin(theta/2)|: exactly 0 at the reference pose (ODE reads 0 there), and a
     # finite gradient (double where: sqrt never sees 0 on the taken branch).
-    s2 = jnp.sum(qrel_now[1:] ** 2)
+    s2 = jm.sum_terms(qrel_now[1:] ** 2)
     nz = s2 > 0
     sint2 = jnp.where(nz, jnp.sqrt(jnp.where(nz, s2, 1.0)), 0.0)
     pos = jm.mm(qrel_now[1:], axis) >= 0

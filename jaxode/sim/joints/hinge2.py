@@ -50,7 +50,7 @@ def hinge2(g, b: BodyPair, jp: JointParams, erp_w, cfm_w, fps):
     k = fps * erp_w
     ax1, ax2 = world_axes(g, b.quat1, b.quat2)
     cr = jnp.cross(ax1, ax2)
-    s = jnp.sqrt(jnp.sum(cr * cr))
+    s = jnp.sqrt(jm.sum_terms(cr * cr))
     c = jm.mm(ax1, ax2)
     q = cr / jnp.maximum(s, jnp.finfo(dtype).tiny)
     # ball rows along (ax1, p, q) (setBall2); the ax1 row is the suspension

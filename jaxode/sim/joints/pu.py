@@ -51,7 +51,7 @@ def pu(g, b: BodyPair, jp: JointParams, erp_w, cfm_w, fps):
     z3 = jnp.zeros(3, dtype)
     ax1, ax2 = world_axes(g, b.quat1, b.quat2)
     perp = jnp.cross(ax1, ax2)
-    perp = perp / jnp.sqrt(jnp.sum(perp * perp) + jnp.finfo(dtype).tiny)
+    perp = perp / jnp.sqrt(jm.sum_terms(perp * perp) + jnp.finfo(dtype).tiny)
     ju1 = jnp.concatenate([z3, perp])
     cu = -k * jm.mm(ax1, ax2)
     # the two rows normal to the prismatic axis, at the anchor points

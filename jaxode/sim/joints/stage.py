@@ -51,11 +51,11 @@ def damping_wrench(g, b: Bodies, c: jax.Array):
     r1 = jax.vmap(jm.quat_to_mat)(b.quat[g.body1])
     ax = jm.einsum("jab,jb->ja", r1, g.axis1)
     if g.type == joints.HINGE:
-        rate = jnp.sum(ax * (b.angvel[g.body1] - b.angvel[g.body2]), -1)
+        rate = jm.sum_terms(ax * (b.angvel[g.body1] - b.angvel[g.body2]), -1)
         t = ax * (-c * rate)[:, None]
         z = jnp.zeros_like(t)
         return jnp.concatenate([z, t], -1), jnp.concatenate([z, -t], -1) * g.has2[:, None]
-    rate = jnp.sum(ax * (b.vel[g.body1] - b.vel[g.body2]), -1)
+    rate = jm.sum_terms(ax * (b.vel[g.body1] - b.vel[g.body2]), -1)
     f = ax * (-c * rate)[:, None]
     ltd = jnp.cross(0.5 * (b.pos[g.body2] - b.pos[g.body1]), f) * g.has2[:, None]
     return jnp.concatenate([f, ltd], -1), jnp.concatenate([-f, ltd], -1) * g.has2[:, None]

@@ -38,12 +38,18 @@ def _qmul(p, q, xp=jnp):
         p[0] * q[3] + p[3] * q[0] + p[1] * q[2] - p[2] * q[1]])
 
 
+def _sum(x, xp):
+    """A vector's sum: in index order in the step (:func:`jaxode.sim.math.sum_terms`),
+    numpy's at build time."""
+    return jm.sum_terms(x) if xp is jnp else xp.sum(x)
+
+
 def mat_from_2axes(a, b, xp=jnp):
     """ODE's dRFrom2Axes: rotation whose columns are unit ``a``, ``b`` made
     perpendicular to ``a`` and normalised, and their cross product."""
-    a = a / xp.sqrt(xp.sum(a * a))
-    b = b - xp.dot(a, b) * a
-    b = b / xp.sqrt(xp.sum(b * b))
+    a = a / xp.sqrt(_sum(a * a, xp))
+    b = b - _sum(a * b, xp) * a
+    b = b / xp.sqrt(_sum(b * b, xp))
     return xp.stack([a, b, xp.cross(a, b)], axis=1)
 
 
@@ -107,7 +113,7 @@ def universal_angles(g, q1, q2):
     qrel = _qmul(_qmul(_conj(q1), qcross), _conj(g.extra["qrel1"]))
     angle1 = hinge_angle_from_quat(qrel, g.axis1)
     n = ax1 + ax2
-    n = n / jnp.sqrt(jnp.sum(n * n))
+    n = n / jnp.sqrt(jm.sum_terms(n * n))
     qcross2 = _qmul(jnp.concatenate([jnp.zeros(1, n.dtype), n]), qcross)
     qrel = _qmul(_qmul(_conj(q2), qcross2), _conj(g.extra["qrel2"]))
     angle2 = -hinge_angle_from_quat(qrel, g.axis2)
@@ -124,7 +130,7 @@ def universal_angle2(g, q1, q2):
 
 
 def _normalize(v):
-    return v / jnp.sqrt(jnp.sum(v * v) + jnp.finfo(v.dtype).tiny)
+    return v / jnp.sqrt(jm.sum_terms(v * v) + jnp.finfo(v.dtype).tiny)
 
 
 def universal(g, b: BodyPair, jp: JointParams, erp_w, cfm_w, fps):
