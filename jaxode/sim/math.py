@@ -162,10 +162,10 @@ def sum_terms(x: jax.Array, axis=None, keepdims: bool = False) -> jax.Array:
     ``vmap`` cost 11x the dot it replaced (the body pass of 1024 chain worlds:
     26 ms against 2.4 ms, 2.2 ms as adds; jax 0.10.2). Elementwise, so the
     same bits in any batch, as :func:`mm` needs: XLA CPU lowers a reduction
-    by its size, and a world's ``jnp.sum`` over 3 or 4 entries rounded
-    differently alone and in an untiled batch of 64 (bin_16's quaternion
-    norm; bench/RESULTS.md, session 34). Every floating sum of a few terms in
-    the step goes through here. Integer and boolean sums are exact in any
+    by its size, and the integration's ``jnp.sum`` of 3 or 4 squares rounded
+    a world differently alone and in an untiled batch of 64 (bench's bin_16
+    left the world alone at step 10; bench/RESULTS.md, session 34). Every
+    floating sum of a few terms in the step goes through here. Integer and boolean sums are exact in any
     order and stay ``jnp.sum``."""
     axes = tuple(range(x.ndim)) if axis is None else (
         (axis,) if isinstance(axis, int) else tuple(axis))

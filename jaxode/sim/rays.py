@@ -59,7 +59,7 @@ def _slab(s, v, h):
 
 
 def _unit(v, fallback):
-    n2 = jnp.sum(v * v, axis=-1, keepdims=True)
+    n2 = jm.sum_terms(v * v, axis=-1, keepdims=True)
     ok = n2 > 1e-24
     return jnp.where(ok, v / jnp.sqrt(jnp.where(ok, n2, 1.0)), fallback)
 
@@ -184,14 +184,14 @@ def ray_trimesh(origin, direction, a, b, c, normals):
     nearest hit at t >= 0, the normal facing the origin; t = inf on a miss."""
     e1, e2 = b - a, c - a
     p = jnp.cross(direction, e2)
-    det = jnp.sum(e1 * p, -1)
+    det = jm.sum_terms(e1 * p, -1)
     ok = jnp.abs(det) > _TINY
     inv = 1.0 / jnp.where(ok, det, 1.0)
     s = origin - a
-    u = jnp.sum(s * p, -1) * inv
+    u = jm.sum_terms(s * p, -1) * inv
     q = jnp.cross(s, e1)
     v = jm.mm(q, direction) * inv
-    t = jnp.sum(e2 * q, -1) * inv
+    t = jm.sum_terms(e2 * q, -1) * inv
     hit = ok & (u >= 0) & (v >= 0) & (u + v <= 1) & (t >= 0)
     t = jnp.where(hit, t, jnp.inf)
     i = jnp.argmin(t)
@@ -292,7 +292,7 @@ def raycast(model: Model, state: State, origins, directions, max_dist=jnp.inf,
     maxd = jnp.broadcast_to(jnp.asarray(max_dist, dtype), shape[:-1]).reshape(-1)
     o = jnp.broadcast_to(o, shape).reshape(-1, 3)
     d = jnp.broadcast_to(d, shape).reshape(-1, 3)
-    n2 = jnp.sum(d * d, axis=-1, keepdims=True)
+    n2 = jm.sum_terms(d * d, axis=-1, keepdims=True)
     dok = n2[:, 0] > 0
     d = d / jnp.sqrt(jnp.where(n2 > 0, n2, 1.0))
     # computed once (jm.materialize): every ray reads every geom's pose, and XLA
