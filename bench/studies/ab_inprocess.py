@@ -25,6 +25,15 @@ compile alone. Each variant is settled 100 steps alone first
 (its own model), then batched to ``--batch`` identical worlds: a
 ``jit(vmap(rollout of 10 steps))`` on one CPU device, as bench/bench_step.py's
 programs (a batch larger than the tile runs tile after tile).
+
+``--devices N`` (session 34) runs the bench's own way instead: N CPU devices
+(one per core on this VM: ``--devices 2``), the batch sharded over them and
+mapped with ``jaxode.map_worlds`` as ``python -m bench`` does for a batch the
+device count divides. Measure there what the bench will see: one device's
+time leaves the other core to XLA's intra-op threads, the bench's does not.
+An untiled rollout (solver tiles inside) ran faster than the default on one
+device (minimum wall 9.64 against 11.02 ms at 512 worlds of chain) and slower
+on two (13.34 against 11.87 ms at 1,024; bench/RESULTS.md, session 34).
 """
 from __future__ import annotations
 
@@ -42,10 +51,17 @@ def main(argv=None):
     ap.add_argument("--batch", type=int, default=128)
     ap.add_argument("--reps", type=int, default=16)
     ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--devices", type=int, default=1,
+                    help="CPU devices; above 1 the batch is sharded over them and mapped "
+                         "with jaxode.map_worlds, as python -m bench runs it")
     args = ap.parse_args(argv)
+    if args.devices < 1 or args.batch % args.devices:
+        ap.error(f"--devices must be at least 1 and divide --batch ({args.batch}); "
+                 f"got {args.devices}")
     os.environ.setdefault("JAXODE_XLA_CACHE", "0")
     os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "")
-                               + " --xla_force_host_platform_device_count=1").strip()
+                               + f" --xla_force_host_platform_device_count={args.devices}"
+                               ).strip()
     import jax
     import numpy as np
 
@@ -85,8 +101,15 @@ def main(argv=None):
             model = model.replace(slot_sizes=int(scope["SLOTS"]))
         s0 = jaxode.rollout(model, jaxode.init(model), 100, dt)[0]
         states, params = batched(s0), batched(model.params)
-        fn = jax.jit(jax.vmap(lambda s, p, m=model: jaxode.rollout(m, s, args.steps, dt,
-                                                                    params=p)[0]))
+
+        def one(s, p, m=model):
+            return jaxode.rollout(m, s, args.steps, dt, params=p)[0]
+        if args.devices > 1:
+            mesh = jaxode.world_mesh()
+            states, params = jaxode.shard_worlds(states, mesh), jaxode.shard_worlds(params, mesh)
+            fn = jaxode.map_worlds(one, mesh)
+        else:
+            fn = jax.jit(jax.vmap(one))
         t0 = time.perf_counter()
         compiled = fn.lower(states, params).compile(
             compiler_options=scope.get("OPTIONS") or None)
