@@ -156,9 +156,9 @@ def _guard_inputs(state: State, params: Params, dt) -> State:
     good_q = jnp.all(jnp.isfinite(q)) & jnp.all(m > 0)
     m_safe = jnp.where(jnp.isfinite(m) & (m > 0), m, 1.0)
     qs = q / m_safe
-    qn = qs / jnp.sqrt(jnp.sum(qs * qs, axis=-1, keepdims=True))
+    qn = qs / jnp.sqrt(jm.sum_terms(qs * qs, -1, keepdims=True))
     tol = 1000 * jnp.finfo(dtype).eps
-    unit = jnp.abs(jnp.sum(q * q, axis=-1, keepdims=True) - 1) <= tol
+    unit = jnp.abs(jm.sum_terms(q * q, -1, keepdims=True) - 1) <= tol
     bound = params_spec.state_bound(dtype)
     good_x = jnp.asarray(True)
     for x in (state.pos, state.vel, state.angvel):
@@ -515,13 +515,13 @@ def add_torque(state: State, body: int, torque) -> State:
 def add_rel_force(state: State, body: int, force) -> State:
     """dBodyAddRelForce: body-frame force [N] at the centre of mass."""
     _check_body(state, body)
-    return add_force(state, body, _rot(state, body) @ _vec3(state, "force", force, "N"))
+    return add_force(state, body, jm.mm(_rot(state, body), _vec3(state, "force", force, "N")))
 
 
 def add_rel_torque(state: State, body: int, torque) -> State:
     """dBodyAddRelTorque: body-frame torque [N m]."""
     _check_body(state, body)
-    return add_torque(state, body, _rot(state, body) @ _vec3(state, "torque", torque, "N m"))
+    return add_torque(state, body, jm.mm(_rot(state, body), _vec3(state, "torque", torque, "N m")))
 
 
 def add_force_at_pos(state: State, body: int, force, pos) -> State:
@@ -535,14 +535,14 @@ def add_force_at_pos(state: State, body: int, force, pos) -> State:
 def add_force_at_rel_pos(state: State, body: int, force, pos) -> State:
     """dBodyAddForceAtRelPos: world force [N] at body-frame point ``pos`` [m]."""
     _check_body(state, body)
-    p = state.pos[body] + _rot(state, body) @ _vec3(state, "pos", pos, "m")
+    p = state.pos[body] + jm.mm(_rot(state, body), _vec3(state, "pos", pos, "m"))
     return add_force_at_pos(state, body, force, p)
 
 
 def add_rel_force_at_pos(state: State, body: int, force, pos) -> State:
     """dBodyAddRelForceAtPos: body-frame force [N] at world point ``pos`` [m]."""
     _check_body(state, body)
-    f = _rot(state, body) @ _vec3(state, "force", force, "N")
+    f = jm.mm(_rot(state, body), _vec3(state, "force", force, "N"))
     return add_force_at_pos(state, body, f, pos)
 
 
@@ -550,8 +550,8 @@ def add_rel_force_at_rel_pos(state: State, body: int, force, pos) -> State:
     """dBodyAddRelForceAtRelPos: body-frame force [N] at body-frame point ``pos`` [m]."""
     _check_body(state, body)
     r = _rot(state, body)
-    p = state.pos[body] + r @ _vec3(state, "pos", pos, "m")
-    return add_force_at_pos(state, body, r @ _vec3(state, "force", force, "N"), p)
+    p = state.pos[body] + jm.mm(r, _vec3(state, "pos", pos, "m"))
+    return add_force_at_pos(state, body, jm.mm(r, _vec3(state, "force", force, "N")), p)
 
 
 # ------------------------------------------------------- enabling and disabling

@@ -53,27 +53,27 @@ def hinge_angle(model: Model, state: State, j: int) -> jax.Array:
 def hinge_angle_rate(model: Model, state: State, j: int) -> jax.Array:
     """dJointGetHingeAngleRate [rad/s]: axis . (w1 - w2) (negated world-first)."""
     g = _joint(model, j, (jt.HINGE,))
-    ax = jm.quat_to_mat(state.quat[g.body1]) @ g.axis1
+    ax = jm.mm(jm.quat_to_mat(state.quat[g.body1]), g.axis1)
     _, _, _, w2 = _body(state, g.body2, g.has2)
-    r = jnp.dot(ax, state.angvel[g.body1] - w2)
+    r = jm.mm(ax, state.angvel[g.body1] - w2)
     return r * _sign(g, r)
 
 
 def slider_position(model: Model, state: State, j: int) -> jax.Array:
     """dJointGetSliderPosition [m]: zero at the build-time pose (negated world-first)."""
     g = _joint(model, j, (jt.SLIDER,))
-    ax = jm.quat_to_mat(state.quat[g.body1]) @ g.axis1
+    ax = jm.mm(jm.quat_to_mat(state.quat[g.body1]), g.axis1)
     p2, q2, _, _ = _body(state, g.body2, g.has2)
-    x = jnp.dot(ax, state.pos[g.body1] - jm.quat_to_mat(q2) @ g.offset - p2)
+    x = jm.mm(ax, state.pos[g.body1] - jm.mm(jm.quat_to_mat(q2), g.offset) - p2)
     return x * _sign(g, x)
 
 
 def slider_position_rate(model: Model, state: State, j: int) -> jax.Array:
     """dJointGetSliderPositionRate [m/s]: axis . (v1 - v2) (negated world-first)."""
     g = _joint(model, j, (jt.SLIDER,))
-    ax = jm.quat_to_mat(state.quat[g.body1]) @ g.axis1
+    ax = jm.mm(jm.quat_to_mat(state.quat[g.body1]), g.axis1)
     _, _, v2, _ = _body(state, g.body2, g.has2)
-    r = jnp.dot(ax, state.vel[g.body1] - v2)
+    r = jm.mm(ax, state.vel[g.body1] - v2)
     return r * _sign(g, r)
 
 
@@ -88,7 +88,7 @@ def add_hinge_torque(model: Model, state: State, j: int, torque) -> State:
     """dJointAddHingeTorque: +torque about the axis on body 1, -torque on body 2 [N m]
     (a joint attached world-first: -torque on its body, as ODE)."""
     g = _joint(model, j, (jt.HINGE,))
-    ax = jm.quat_to_mat(state.quat[g.body1]) @ g.axis1
+    ax = jm.mm(jm.quat_to_mat(state.quat[g.body1]), g.axis1)
     t = ax * (torque * _sign(g, ax))
     tq = state.torque.at[g.body1].add(t)
     n = state.pos.shape[0]
@@ -100,7 +100,7 @@ def add_slider_force(model: Model, state: State, j: int, force) -> State:
     """dJointAddSliderForce: +force along the axis on body 1, -force on body 2 [N],
     applied at the midpoint between the bodies (ODE's torque decoupling)."""
     g = _joint(model, j, (jt.SLIDER,))
-    ax = jm.quat_to_mat(state.quat[g.body1]) @ g.axis1
+    ax = jm.mm(jm.quat_to_mat(state.quat[g.body1]), g.axis1)
     f = ax * (force * _sign(g, ax))
     n = state.pos.shape[0]
     b2 = jnp.minimum(g.body2, n - 1)
@@ -120,7 +120,7 @@ def _pair(model: Model, state: State, j: int, jtype):
 
 
 def _rate(ax, w1, w2):
-    return jnp.dot(ax, w1 - w2)
+    return jm.mm(ax, w1 - w2)
 
 
 def universal_angle1(model: Model, state: State, j: int) -> jax.Array:
@@ -271,7 +271,7 @@ def add_amotor_torques(model: Model, state: State, j: int, torque0, torque1=0.0,
     dtype = state.torque.dtype
     tq = jnp.stack([jnp.asarray(t, dtype) for t in (torque0, torque1, torque2)])
     tq = jnp.where(jnp.arange(3) < g.extra["num"], tq, 0.0)
-    t = tq @ ax
+    t = jm.mm(tq, ax)
     n = state.pos.shape[0]
     out = state.torque.at[g.body1].add(t)
     out = out.at[jnp.minimum(g.body2, n - 1)].add(jnp.where(g.body2 < n, -t, 0.0))
@@ -301,7 +301,7 @@ def pr_angle(model: Model, state: State, j: int) -> jax.Array:
 def pr_angle_rate(model: Model, state: State, j: int) -> jax.Array:
     """dJointGetPRAngleRate [rad/s]: rotoide axis (body 1) . (w1 - w2)."""
     g, (_, q1, _, w1), (_, _, _, w2) = _pair(model, state, j, jt.PR)
-    return _rate(jm.quat_to_mat(q1) @ g.axis1, w1, w2)
+    return _rate(jm.mm(jm.quat_to_mat(q1), g.axis1), w1, w2)
 
 
 def piston_position(model: Model, state: State, j: int) -> jax.Array:
@@ -314,7 +314,7 @@ def piston_position(model: Model, state: State, j: int) -> jax.Array:
 def piston_position_rate(model: Model, state: State, j: int) -> jax.Array:
     """dJointGetPistonPositionRate [m/s]: axis (body 1) . (v1 - v2)."""
     g, (_, q1, v1, _), (_, _, v2, _) = _pair(model, state, j, jt.PISTON)
-    return _rate(jm.quat_to_mat(q1) @ g.axis1, v1, v2)
+    return _rate(jm.mm(jm.quat_to_mat(q1), g.axis1), v1, v2)
 
 
 def piston_angle(model: Model, state: State, j: int) -> jax.Array:
@@ -326,14 +326,14 @@ def piston_angle(model: Model, state: State, j: int) -> jax.Array:
 def piston_angle_rate(model: Model, state: State, j: int) -> jax.Array:
     """dJointGetPistonAngleRate [rad/s]: axis (body 1) . (w1 - w2)."""
     g, (_, q1, _, w1), (_, _, _, w2) = _pair(model, state, j, jt.PISTON)
-    return _rate(jm.quat_to_mat(q1) @ g.axis1, w1, w2)
+    return _rate(jm.mm(jm.quat_to_mat(q1), g.axis1), w1, w2)
 
 
 def add_pr_torque(model: Model, state: State, j: int, torque) -> State:
     """dJointAddPRTorque: +torque [N m] about the rotoide axis (body 1's) on body 1,
     the opposite on body 2."""
     g, (_, q1, _, _), _ = _pair(model, state, j, jt.PR)
-    t = (jm.quat_to_mat(q1) @ g.axis1) * torque
+    t = (jm.mm(jm.quat_to_mat(q1), g.axis1)) * torque
     n = state.pos.shape[0]
     tq = state.torque.at[g.body1].add(t)
     tq = tq.at[jnp.minimum(g.body2, n - 1)].add(jnp.where(g.body2 < n, -t, 0.0))
@@ -347,12 +347,12 @@ def add_piston_force(model: Model, state: State, j: int, force) -> State:
     frame; the same sign on both, as ODE 0.16 does)."""
     g, (_, q1, _, _), (_, q2, _, _) = _pair(model, state, j, jt.PISTON)
     r1 = jm.quat_to_mat(q1)
-    f = (r1 @ g.axis1) * force
+    f = (jm.mm(r1, g.axis1)) * force
     n = state.pos.shape[0]
     b2 = jnp.minimum(g.body2, n - 1)
     real = g.body2 < n
     fr = state.force.at[g.body1].add(f).at[b2].add(jnp.where(real, -f, 0.0))
-    t1 = jnp.where(real, jnp.cross(r1 @ g.anchor1, f), 0.0)
-    t2 = jnp.where(real, jnp.cross(jm.quat_to_mat(q2) @ g.anchor2, f), 0.0)
+    t1 = jnp.where(real, jnp.cross(jm.mm(r1, g.anchor1), f), 0.0)
+    t2 = jnp.where(real, jnp.cross(jm.mm(jm.quat_to_mat(q2), g.anchor2), f), 0.0)
     tq = state.torque.at[g.body1].add(t1).at[b2].add(t2)
     return state.replace(force=fr, torque=tq)
