@@ -81,7 +81,11 @@ def step_body(pos, quat, vel, angvel, finite, h, max_angular_speed,
     over = w2 > max_angular_speed * max_angular_speed
     # (both branches stay finite so that gradients never see 0 * inf)
     scale = jnp.where(over, max_angular_speed, 1.0) / jnp.sqrt(jnp.where(over, w2, 1.0))
-    angvel = jnp.where(over, angvel * scale, angvel)
+    # computed once into memory: each of the norms below reads it as three slices
+    # (jm.sum_terms), and XLA would recompute the clamp inside every one of them
+    # (walker at 1,024 worlds: the two materializations here and in advance
+    # took back the 5-8 % that the norms as adds had cost; bench/RESULTS.md, session 34)
+    angvel = jm.materialize(jnp.where(over, angvel * scale, angvel))
     pos = pos + h * vel
     # Infinitesimal rotation: q += h * 0.5 * (0, w) * q
     wq = jnp.concatenate([jnp.zeros((1,), quat.dtype), angvel])
@@ -113,6 +117,7 @@ def advance(model, params, state, bodies, fc: jax.Array, enabled: jax.Array = No
     fc = fc[:nb]
     vel = state.vel + h * (bodies.acc[:, :3] + fc[:, :3])
     angvel = state.angvel + h * (bodies.acc[:, 3:] + fc[:, 3:])
+    vel, angvel = jm.materialize((vel, angvel))    # read by step_body's norms (there)
     p = params
     pos, quat, vel, angvel = jax.vmap(
         step_body, in_axes=(0, 0, 0, 0, 0, None, None, None, None, None, None))(
