@@ -61,6 +61,16 @@ def _run_batch(model, states, params, final=False):
     return out if final else out[1]
 
 
+def _assert_same(alone, other, label):
+    """Every pos, quat, vel and angvel of the trajectory ``other`` equal, bit for
+    bit, to the world alone's (``alone``); ``label`` names ``other`` in the message."""
+    for name in ("pos", "quat", "vel", "angvel"):
+        a, b = np.asarray(getattr(alone, name)), np.asarray(getattr(other, name))
+        bad = np.argwhere(a != b)
+        assert bad.size == 0, (f"{name}: alone and {label} differ from step {bad[0][0]} "
+                               f"(max {np.abs(a - b).max():.3g})")
+
+
 def _check(model):
     s0 = jaxode.init(model)
     params5 = _batch_params(model, 5, seed=1)
@@ -75,13 +85,8 @@ def _check(model):
     moved = np.abs(np.asarray(alone.pos[-1] - s0.pos)).max()
     assert moved > 0.05, "the scene must move for the test to mean anything"
     assert int(np.max(np.asarray(alone.ncontact))) > 0, "the boxes must touch the plane"
-    for name in ("pos", "quat", "vel", "angvel"):
-        a = np.asarray(getattr(alone, name))
-        for label, other in (("vmap of one", in1), ("batch of 5", in5), ("batch of 8", in8)):
-            b = np.asarray(getattr(other, name))
-            bad = np.argwhere(a != b)
-            assert bad.size == 0, (f"{name}: alone and {label} differ from step {bad[0][0]} "
-                                   f"(max {np.abs(a - b).max():.3g})")
+    for label, other in (("vmap of one", in1), ("batch of 5", in5), ("batch of 8", in8)):
+        _assert_same(alone, other, label)
 
 
 def test_world_is_bitwise_the_same_alone_and_in_any_batch():
@@ -113,11 +118,7 @@ def test_world_is_bitwise_the_same_alone_and_in_a_batch_of_smaller_slot_counts()
     valid = np.asarray(end.contacts.valid).any(axis=0)
     used = valid.shape[0] - np.argmax(valid[::-1]) if valid.any() else 0
     assert 0 < used <= sizes[-2], (used, sizes)
-    for name in ("pos", "quat", "vel", "angvel"):
-        a, b = np.asarray(getattr(alone, name)), np.asarray(getattr(batch, name))[3]
-        bad = np.argwhere(a != b)
-        assert bad.size == 0, (f"{name}: alone and in the batch of {w} differ from step "
-                               f"{bad[0][0]} (max {np.abs(a - b).max():.3g})")
+    _assert_same(alone, _world(batch, 3), f"in the batch of {w}")
 
 
 def test_world_is_bitwise_the_same_alone_and_in_a_batch_in_tiles():
@@ -137,11 +138,7 @@ def test_world_is_bitwise_the_same_alone_and_in_a_batch_in_tiles():
     for w in (1, 9):    # the first tile's second world; the last world (last tile, padded)
         alone = jaxode.rollout(model, s0, STEPS, DT, params=_world(params, w))[1]
         for label, traj in runs.items():
-            for name in ("pos", "quat", "vel", "angvel"):
-                a, b = np.asarray(getattr(alone, name)), np.asarray(getattr(traj, name))[w]
-                bad = np.argwhere(a != b)
-                assert bad.size == 0, (f"{name}: world {w} alone and in tiles ({label}) differ "
-                                       f"from step {bad[0][0]} (max {np.abs(a - b).max():.3g})")
+            _assert_same(alone, _world(traj, w), f"world {w} in tiles ({label})")
     # only mu batched, the other params shared (not batched in the rollout's vmap):
     # the batched params are laid out world-minor once per rollout, the shared ones
     # are left as they are (a sweep over one parameter builds its batches so)
@@ -150,11 +147,7 @@ def test_world_is_bitwise_the_same_alone_and_in_a_batch_in_tiles():
     mixed = jax.jit(jax.vmap(with_mu))(states, params.mu)
     for w in (1, 9):
         alone = with_mu(s0, params.mu[w])
-        for name in ("pos", "quat", "vel", "angvel"):
-            a, b = np.asarray(getattr(alone, name)), np.asarray(getattr(mixed, name))[w]
-            bad = np.argwhere(a != b)
-            assert bad.size == 0, (f"{name}: world {w} alone and in tiles with only mu batched "
-                                   f"differ from step {bad[0][0]} (max {np.abs(a - b).max():.3g})")
+        _assert_same(alone, _world(mixed, w), f"world {w} in tiles with only mu batched")
 
 
 @pytest.mark.skipif(len(jax.devices()) < 2, reason="needs 2 or more XLA devices")
@@ -180,11 +173,7 @@ def test_world_in_a_batch_split_over_devices_is_bitwise_the_same_alone():
             "map_worlds": jaxode.map_worlds(one, mesh)(states, params)}
     for label, got in runs.items():
         for w, ref in alone.items():
-            for name in ("pos", "quat", "vel", "angvel"):
-                a, b = np.asarray(getattr(ref, name)), np.asarray(getattr(got, name)[w])
-                bad = np.argwhere(a != b)
-                assert bad.size == 0, (f"{label}, world {w}: {name} differs from alone from step "
-                                       f"{bad[0][0]} (max {np.abs(a - b).max():.3g})")
+            _assert_same(ref, _world(got, w), f"{label}, world {w}")
 
 
 def test_fma_contraction_is_off_where_jaxode_set_the_flags():
@@ -236,11 +225,7 @@ def test_world_is_bitwise_the_same_alone_and_in_a_wide_untiled_batch():
     batch = _run_batch(model, jaxode.batch(s0, w), params)
     assert np.abs(np.asarray(alone.angvel)).max() > 0.4, "the bodies must spin"
     assert int(np.max(np.asarray(alone.ncontact))) > 0, "the bodies must touch the plane"
-    for name in ("pos", "quat", "vel", "angvel"):
-        a, b = np.asarray(getattr(alone, name)), np.asarray(getattr(batch, name))[37]
-        bad = np.argwhere(a != b)
-        assert bad.size == 0, (f"{name}: alone and in an untiled batch of {w} differ from "
-                               f"step {bad[0][0]} (max {np.abs(a - b).max():.3g})")
+    _assert_same(alone, _world(batch, 37), f"in an untiled batch of {w}")
 
 
 def test_joint_queries_and_applied_forces_are_bitwise_the_same_alone_and_in_a_wide_batch():
