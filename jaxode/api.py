@@ -168,7 +168,7 @@ def _guard_inputs(state: State, params: Params, dt) -> State:
     return state.replace(quat=quat, nonfinite=state.nonfinite | ~ok)
 
 
-def as_batch_member(fn, model: Model, state: State, params: Params, dt):
+def as_batch_member(fn, model: Model, state: State, params: Params, dt, batched=None):
     """``fn(model, state, params, dt)`` for one world, run as a member of a batch.
 
     Alone (not under ``vmap``) the world runs as a batch of one
@@ -183,6 +183,21 @@ def as_batch_member(fn, model: Model, state: State, params: Params, dt):
     (``step``/``rollout`` called straight under a jitted vmap of a batch that
     is not tiled skip this and trace the rule's vmap directly, see
     :func:`_in_traced_vmap`.)
+
+    ``batched`` (optional): ``fn``'s own batched form, a ``custom_vmap`` rule
+    ``batched(size, in_batched, model, state, params, dt) -> (out,
+    out_batched)`` (:func:`_batched_rollout`). When given, it is both the batch
+    of one (``size`` 1) and the rule, in place of ``jax.vmap`` over ``fn``'s
+    one-world trace: a ``vmap`` outside ``fn``'s ``lax.scan`` would trace the
+    step for one world (and, inside it, the solver's and collision's one-world
+    functions, which only ``custom_vmap``'s primal needs) and then batch that
+    trace, where ``batched`` traces the step once, already batched (a
+    rollout alone, ``boxes``: 28 % fewer Python calls in the trace, 2.55 ->
+    1.53 s of CPU; ``chain`` 20 %, 1.59 -> 1.10 s). Both the batch of one and
+    the rule then run Python, so an eager ``vmap`` (the rule after the batch
+    of one) and a derivative (its jvp after the batch of one) trace the step
+    twice where they used to reuse the one-world jaxpr: 3-6 % and 7-10 % more
+    Python calls (bench/RESULTS.md session 35).
     """
     # The model's arrays travel as arguments too (a custom_vmap function may not
     # close over traced values). The batch of one batches the state and the
@@ -213,8 +228,16 @@ def as_batch_member(fn, model: Model, state: State, params: Params, dt):
     def alone(*flat):
         axes = [None] * nm + [0] * (ns + npar) + [None] * (len(flat) - nm - ns - npar)
         one = [x if ax is None else jnp.expand_dims(x, 0) for x, ax in zip(flat, axes)]
-        out = jax.vmap(one_world, in_axes=axes)(*one)
+        if batched is not None:
+            out, _ = batched(1, *_trees([ax is not None for ax in axes], one))
+        else:
+            out = jax.vmap(one_world, in_axes=axes)(*one)
         return jax.tree.map(lambda x: x[0], out)
+
+    def _trees(in_batched, flat):
+        # (in_batched as the argument trees, then the arguments) for ``batched``
+        return (jax.tree.unflatten(tree, list(in_batched)),
+                *jax.tree.unflatten(tree, list(flat)))
 
     run = custom_vmap(alone)
 
@@ -222,6 +245,9 @@ def as_batch_member(fn, model: Model, state: State, params: Params, dt):
 
     @run.def_vmap
     def rule(axis_size, in_batched, *flat):
+        if batched is not None:
+            out, _ = batched(axis_size, *_trees(in_batched, flat))
+            return out, jax.tree.map(lambda _: True, out)
         axes = [0 if b else None for b in in_batched]
         if tile is None or axis_size <= tile or not any(in_batched):
             out = jax.vmap(one_world, in_axes=axes, axis_size=axis_size)(*flat)
@@ -314,9 +340,12 @@ def _rollout_one(model: Model, state: State, params: Params, dt, n_steps: int,
 @functools.partial(jax.jit, static_argnames=("n_steps", "checkpoint_every"))
 def _rollout(model: Model, state: State, params: Params, dt, n_steps: int,
              checkpoint_every: Optional[int] = None):
+    # without checkpoints the batch's own form: the step traced once, already batched
+    batched = (functools.partial(_batched_rollout, n_steps=n_steps)
+               if checkpoint_every is None or checkpoint_every >= n_steps else None)
     return as_batch_member(functools.partial(_rollout_one, n_steps=n_steps,
                                              checkpoint_every=checkpoint_every),
-                           model, state, params, jnp.asarray(dt))
+                           model, state, params, jnp.asarray(dt), batched=batched)
 
 
 def rollout(model: Model, state: State, n_steps: int, dt, params: Optional[Params] = None,
@@ -387,8 +416,8 @@ def _in_traced_vmap(tree, model: Optional[Model] = None) -> bool:
 
 def _unwrapped_rollout(args, n_steps: int):
     """:func:`_rollout_one` of a caller's ``jax.vmap`` (``_in_traced_vmap``) as
-    ``lax.scan`` of the vmapped step over the batch's own arrays, or None when
-    JAX's tracers are not as expected (the caller then takes the general path).
+    :func:`_batched_rollout` over the batch's own arrays, or None when JAX's
+    tracers are not as expected (the caller then takes the general path).
 
     Under the caller's vmap, ``lax.scan`` traces the step for one world and then
     batches that trace, equation by equation (``boxes`` at one world: 1.75 s of
@@ -400,48 +429,59 @@ def _unwrapped_rollout(args, n_steps: int):
     :func:`as_batch_member` lays them out), and the results are handed back to
     the caller's vmap as its tracers. The same batched operations, bitwise the
     same states (tests/test_batch_invariance.py)."""
-    def rule(size, in_batched, *vals_tree):
-        # the batch's own arrays (batch axis 0 where batched), at the trace above the vmap
-        vals, tree = jax.tree.flatten(vals_tree)
-        axes = [0 if b else None for b in jax.tree.leaves(in_batched)]
-        am, a_s, ap, ad = jax.tree.unflatten(tree, axes)
+    return batch_rules.rule_on_batch(functools.partial(_batched_rollout, n_steps=n_steps),
+                                     tuple(args))
 
-        def run(v):
-            # the rollout of a batch (leading axis) whose arrays are ``v`` (axes ``axes``)
-            model, state, params, dt = jax.tree.unflatten(tree, v)
-            state = jax.vmap(lambda m, s, p, d: _guard_inputs(s, p, d),
-                             in_axes=(am, a_s, ap, ad))(model, state, params, dt)
-            # the params world-minor (batch axis last) once per rollout: the
-            # solver lays its share of them out world-minor, and XLA then
-            # cancels the two transposes instead of copying every step
-            ap_wm = jax.tree.map(lambda a: -1, ap)    # (None leaves stay None)
-            params_wm = jax.tree.map(lambda x, a: x if a is None else jnp.moveaxis(x, 0, -1),
-                                     params, ap)
-            step = jax.vmap(guarded_step, in_axes=(am, 0, ap_wm, ad))
 
-            def body(s, _):
-                s = step(model, s, params_wm, dt)
-                return s, jax.vmap(_record)(s)
-            final, traj = jax.lax.scan(body, state, None, length=n_steps)
-            return final, jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), traj)
+def _batched_rollout(size: int, in_batched, *vals_tree, n_steps: int):
+    """The rollout of a batch of ``size`` worlds as a ``custom_vmap`` rule:
+    ``vals_tree`` = (model, state, params, dt), each leaf batched on axis 0
+    where ``in_batched`` (the same trees, of bools) says; returns ((final
+    state, trajectory), out_batched). ``lax.scan`` of ``jax.vmap`` of the step,
+    the vmap inside the loop body (tile after tile for a batch that
+    ``model.batch_tile`` splits): the step is traced once, already batched, and
+    the solver's and collision's batching rules run directly
+    (:func:`jaxode.sim.batch_rules.rule_on_batch`), with no one-world trace of
+    their own. Serves the caller's jitted vmap (:func:`_unwrapped_rollout`) and
+    the world alone (:func:`as_batch_member`'s batch of one, ``size`` 1)."""
+    vals, tree = jax.tree.flatten(vals_tree)
+    axes = [0 if b else None for b in jax.tree.leaves(in_batched)]
+    am, a_s, ap, ad = jax.tree.unflatten(tree, axes)
 
-        vals = _held_floats(vals)
-        model = jax.tree.unflatten(tree, vals)[0]
-        tile = batching.tile_worlds(batching.check_tile(model.batch_tile), size)
-        if tile is None:
-            out = run(vals)
-        else:
-            batched = [i for i, a in enumerate(axes) if a == 0]
+    def run(v):
+        # the rollout of a batch (leading axis) whose arrays are ``v`` (axes ``axes``)
+        model, state, params, dt = jax.tree.unflatten(tree, v)
+        state = jax.vmap(lambda m, s, p, d: _guard_inputs(s, p, d),
+                         in_axes=(am, a_s, ap, ad))(model, state, params, dt)
+        # the params world-minor (batch axis last) once per rollout: the
+        # solver lays its share of them out world-minor, and XLA then
+        # cancels the two transposes instead of copying every step
+        ap_wm = jax.tree.map(lambda a: -1, ap)    # (None leaves stay None)
+        params_wm = jax.tree.map(lambda x, a: x if a is None else jnp.moveaxis(x, 0, -1),
+                                 params, ap)
+        step = jax.vmap(guarded_step, in_axes=(am, 0, ap_wm, ad))
 
-            def one_tile(tb):
-                v = list(vals)
-                for i, x in zip(batched, tb):
-                    v[i] = x
-                return run(v)
-            out = batching.map_tiles(one_tile, [vals[i] for i in batched], tile)
-        return out, jax.tree.map(lambda _: True, out)
+        def body(s, _):
+            s = step(model, s, params_wm, dt)
+            return s, jax.vmap(_record)(s)
+        final, traj = jax.lax.scan(body, state, None, length=n_steps)
+        return final, jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), traj)
 
-    return batch_rules.rule_on_batch(rule, tuple(args))
+    vals = _held_floats(vals)
+    model = jax.tree.unflatten(tree, vals)[0]
+    tile = batching.tile_worlds(batching.check_tile(model.batch_tile), size)
+    if tile is None:
+        out = run(vals)
+    else:
+        batched = [i for i, a in enumerate(axes) if a == 0]
+
+        def one_tile(tb):
+            v = list(vals)
+            for i, x in zip(batched, tb):
+                v[i] = x
+            return run(v)
+        out = batching.map_tiles(one_tile, [vals[i] for i in batched], tile)
+    return out, jax.tree.map(lambda _: True, out)
 
 
 def _barrier_call(fn, args):

@@ -86,3 +86,33 @@ def test_a_tiled_batch_traces_the_step_once_and_takes_the_tile_path(scene, count
     assert seen == [False, True]
     jax.jit(jax.vmap(lambda s: jaxode.rollout(tiled, s, 3, 0.01)[0])).trace(s)
     assert len(count) == 1
+
+
+@pytest.fixture
+def problems(monkeypatch):
+    """Calls of the solver's row preparation (``batching._problem``): once per
+    solve that JAX traces, the one-world function custom_vmap's primal needs
+    included."""
+    from jaxode.sim.solver import batching
+    calls = []
+    real = batching._problem
+
+    def counted(*a, **k):
+        calls.append(1)
+        return real(*a, **k)
+
+    monkeypatch.setattr(batching, "_problem", counted)
+    return calls
+
+
+def test_a_world_alone_traces_one_solve_and_a_jitted_vmap_too(scene, problems, count):
+    """A rollout alone is the batch of one (as_batch_member): its step is traced
+    under the vmap, inside the scan, so the solver's batching rule runs directly
+    and the one-world solve that only custom_vmap's primal would use is never
+    traced (it was, before session 35: two preparations per trace)."""
+    jax.clear_caches()      # the module's other tests traced these rollouts already
+    jax.jit(lambda s: jaxode.rollout(scene, s, 3, 0.01)[0]).trace(jaxode.init(scene))
+    assert (len(count), len(problems)) == (1, 1)
+    s, p = jaxode.batch(jaxode.init(scene), 4), jaxode.batch(scene.params, 4)
+    jax.jit(jax.vmap(lambda s, p: jaxode.rollout(scene, s, 3, 0.01, params=p)[0])).trace(s, p)
+    assert (len(count), len(problems)) == (2, 2)
