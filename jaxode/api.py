@@ -191,13 +191,12 @@ def as_batch_member(fn, model: Model, state: State, params: Params, dt, batched=
     one-world trace: a ``vmap`` outside ``fn``'s ``lax.scan`` would trace the
     step for one world (and, inside it, the solver's and collision's one-world
     functions, which only ``custom_vmap``'s primal needs) and then batch that
-    trace, where ``batched`` traces the step once, already batched (a
-    rollout alone, ``boxes``: 28 % fewer Python calls in the trace, 2.55 ->
-    1.53 s of CPU; ``chain`` 20 %, 1.59 -> 1.10 s). Both the batch of one and
-    the rule then run Python, so an eager ``vmap`` (the rule after the batch
-    of one) and a derivative (its jvp after the batch of one) trace the step
-    twice where they used to reuse the one-world jaxpr: 3-6 % and 7-10 % more
-    Python calls (bench/RESULTS.md session 35).
+    trace, where ``batched`` traces the step once, already batched. The batch
+    of one's jaxpr is kept, as the one-world jaxpr is, so a derivative's jvp
+    batches it instead of running Python again. Python calls in the trace
+    (bench/RESULTS.md session 35): a rollout alone 27 % fewer (``boxes``) and
+    18 % (``chain``), its gradient 4-5 % fewer; an eager ``vmap`` (whose rule
+    runs ``batched`` in Python after the batch of one) 3-8 % more.
     """
     # The model's arrays travel as arguments too (a custom_vmap function may not
     # close over traced values). The batch of one batches the state and the
@@ -214,22 +213,28 @@ def as_batch_member(fn, model: Model, state: State, params: Params, dt, batched=
     # and the batching rule (traced again when the step is traced under vmap)
     # batch that jaxpr, instead of tracing the Python step twice. (A jax.jit of
     # ``call`` would not do: its trace cache keys on the context, and the rule
-    # runs under another abstract mesh than the primal.)
+    # runs under another abstract mesh than the primal.) With ``batched``, the
+    # batch of one's jaxpr is kept the same way, for the jvp.
     jaxprs: dict = {}
 
-    def one_world(*f):
-        key = tuple(jax.typeof(x) for x in f)
+    def kept(name, f, args):
+        """``f(*args)`` through its jaxpr, traced once per (name, input types)."""
+        key = (name,) + tuple(jax.typeof(x) for x in args)
         if key not in jaxprs:
-            jaxpr, shapes = jax.make_jaxpr(lambda *g: call(g), return_shape=True)(*f)
+            jaxpr, shapes = jax.make_jaxpr(f, return_shape=True)(*args)
             jaxprs[key] = jaxpr, jax.tree.structure(shapes)
         jaxpr, out_tree = jaxprs[key]
-        return jax.tree.unflatten(out_tree, jax_core.jaxpr_as_fun(jaxpr)(*f))
+        return jax.tree.unflatten(out_tree, jax_core.jaxpr_as_fun(jaxpr)(*args))
+
+    def one_world(*f):
+        return kept("world", lambda *g: call(g), f)
 
     def alone(*flat):
         axes = [None] * nm + [0] * (ns + npar) + [None] * (len(flat) - nm - ns - npar)
         one = [x if ax is None else jnp.expand_dims(x, 0) for x, ax in zip(flat, axes)]
         if batched is not None:
-            out, _ = batched(1, *_trees([ax is not None for ax in axes], one))
+            flags = [ax is not None for ax in axes]
+            out = kept("one", lambda *g: batched(1, *_trees(flags, g))[0], one)
         else:
             out = jax.vmap(one_world, in_axes=axes)(*one)
         return jax.tree.map(lambda x: x[0], out)
