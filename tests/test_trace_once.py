@@ -25,17 +25,24 @@ def scene():
     return b.build()
 
 
-@pytest.fixture
-def count(monkeypatch):
+def _counted(monkeypatch, owner, name: str) -> list:
+    """``owner.name`` replaced by a wrapper that appends to the returned list
+    each time it is entered."""
     calls = []
-    real = api.guarded_step
+    real = getattr(owner, name)
 
     def counted(*a, **k):
         calls.append(1)
         return real(*a, **k)
 
-    monkeypatch.setattr(api, "guarded_step", counted)
+    monkeypatch.setattr(owner, name, counted)
     return calls
+
+
+@pytest.fixture
+def count(monkeypatch):
+    """Entries into the Python step (``guarded_step``)."""
+    return _counted(monkeypatch, api, "guarded_step")
 
 
 def test_rollout_under_jit_vmap_traces_the_step_once(scene, count):
@@ -94,15 +101,7 @@ def problems(monkeypatch):
     solve that JAX traces, the one-world function custom_vmap's primal needs
     included."""
     from jaxode.sim.solver import batching
-    calls = []
-    real = batching._problem
-
-    def counted(*a, **k):
-        calls.append(1)
-        return real(*a, **k)
-
-    monkeypatch.setattr(batching, "_problem", counted)
-    return calls
+    return _counted(monkeypatch, batching, "_problem")
 
 
 def test_a_world_alone_traces_one_solve_and_a_jitted_vmap_too(scene, problems, count):
