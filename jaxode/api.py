@@ -306,9 +306,56 @@ def step(model: Model, state: State, dt, params: Optional[Params] = None) -> Sta
     p = _check_inputs(model, state, params, dt)
     if _in_traced_vmap((model, state, p, dt), model):
         return _barrier_call(_step_one, (model, state, p, jnp.asarray(dt)))
+    if _in_traced_vmap((model, state, p, dt)):
+        # a tiled batch under a caller's jitted vmap: its tiles, stepped directly
+        out = batch_rules.rule_on_batch(_batched_step, (model, state, p, jnp.asarray(dt)))
+        if out is not None:
+            return out
     with compile_notice.notice(f"step ({_scene_text(model)})",
                                enabled=_concrete(state)):
         return _step(model, state, p, dt)
+
+
+def _batched_step(size: int, in_batched, *vals_tree):
+    """One step of a batch of ``size`` worlds as a ``custom_vmap`` rule:
+    ``vals_tree`` = (model, state, params, dt), each leaf batched on axis 0
+    where ``in_batched`` (the same trees, of bools) says; returns (state,
+    out_batched). ``jax.vmap`` of the step, tile after tile for a batch that
+    ``model.batch_tile`` splits (as :func:`as_batch_member`'s rule lays them
+    out). Called under a caller's jitted vmap of a tiled batch
+    (:func:`batch_rules.rule_on_batch`), it traces the step once, already
+    batched, where :func:`as_batch_member` traced it for one world, the
+    solver's one-world function included, and batched that trace twice (the
+    batch of one, then the rule)."""
+    vals, tree = jax.tree.flatten(vals_tree)
+    axes = jax.tree.unflatten(tree, [0 if b else None for b in jax.tree.leaves(in_batched)])
+
+    def run(v):
+        return jax.vmap(_step_one, in_axes=axes)(*jax.tree.unflatten(tree, v))
+
+    return _in_tiles(run, vals, jax.tree.leaves(in_batched), size, vals_tree[0].batch_tile)
+
+
+def _in_tiles(run, vals: list, batched: list, size: int, batch_tile):
+    """(``run(vals)``, every output batched): ``vals`` the flat arguments of a
+    batch of ``size`` worlds (batched on axis 0 where ``batched`` says), their
+    floats through one optimisation barrier (:func:`_barrier_call`). A batch
+    that ``batch_tile`` (``Model.batch_tile``) splits runs tile after tile
+    (:func:`batching.map_tiles`), ``run`` on each tile's arguments."""
+    vals = _held_floats(vals)
+    tile = batching.tile_worlds(batching.check_tile(batch_tile), size)
+    if tile is None:
+        out = run(vals)
+    else:
+        idx = [i for i, b in enumerate(batched) if b]
+
+        def one_tile(tb):
+            v = list(vals)
+            for i, x in zip(idx, tb):
+                v[i] = x
+            return run(v)
+        out = batching.map_tiles(one_tile, [vals[i] for i in idx], tile)
+    return out, jax.tree.map(lambda _: True, out)
 
 
 def _record(s: State) -> Trajectory:
@@ -407,10 +454,11 @@ def _in_traced_vmap(tree, model: Optional[Model] = None) -> bool:
     primal (~0.8 s of the 2.5 s trace of ``boxes`` at 1,024 worlds, bench/RESULTS.md
     session 14). Anything else (an eager vmap, which must stay jitted; nested
     vmaps; jvp/grad inside the vmap; another batch axis) or JAX internals that
-    moved: False, the :func:`as_batch_member` path. Also False for a batch
-    that ``model.batch_tile`` splits into tiles (:func:`as_batch_member`'s rule
-    runs those one tile after another, which a call inside the caller's vmap
-    cannot do)."""
+    moved: False, the :func:`as_batch_member` path. With ``model`` also False
+    for a batch that ``model.batch_tile`` splits into tiles, which a call
+    inside the caller's vmap cannot run one after another: ``step`` and
+    ``rollout`` then unwrap the vmap's tracers and run the tiles themselves
+    (:func:`_batched_step`, :func:`_unwrapped_rollout`)."""
     found = batch_rules.batch_trace_of(tree, front=True)
     if found is None:
         return False
@@ -472,21 +520,7 @@ def _batched_rollout(size: int, in_batched, *vals_tree, n_steps: int):
         final, traj = jax.lax.scan(body, state, None, length=n_steps)
         return final, jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), traj)
 
-    vals = _held_floats(vals)
-    model = jax.tree.unflatten(tree, vals)[0]
-    tile = batching.tile_worlds(batching.check_tile(model.batch_tile), size)
-    if tile is None:
-        out = run(vals)
-    else:
-        batched = [i for i, a in enumerate(axes) if a == 0]
-
-        def one_tile(tb):
-            v = list(vals)
-            for i, x in zip(batched, tb):
-                v[i] = x
-            return run(v)
-        out = batching.map_tiles(one_tile, [vals[i] for i in batched], tile)
-    return out, jax.tree.map(lambda _: True, out)
+    return _in_tiles(run, vals, jax.tree.leaves(in_batched), size, vals_tree[0].batch_tile)
 
 
 def _barrier_call(fn, args):

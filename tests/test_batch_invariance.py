@@ -150,6 +150,30 @@ def test_world_is_bitwise_the_same_alone_and_in_a_batch_in_tiles():
         _assert_same(alone, _world(mixed, w), f"world {w} in tiles with only mu batched")
 
 
+def test_steps_of_a_batch_in_tiles_are_bitwise_those_of_each_world_alone():
+    """``jit(vmap(step))`` of a batch larger than ``Model.batch_tile`` (10 worlds in
+    tiles of 4): the caller's vmap unwrapped and the tiles stepped directly
+    (``api._batched_step``). Truth: each world stepped alone, step by step."""
+    model = _model().replace(batch_tile=4)
+    s0 = jaxode.init(model)
+    params = _batch_params(model, 10, seed=5)
+    one = jax.devices()[0]
+    params = jax.device_put(params, one)
+    step = jax.jit(jax.vmap(lambda s, p: jaxode.step(model, s, DT, params=p)))
+    states, batch_traj = jax.device_put(jaxode.batch(s0, 10), one), []
+    for _ in range(STEPS // 3):
+        states = step(states, params)
+        batch_traj.append(states)
+    for w in (1, 9):    # the first tile's second world; the last world (last tile, padded)
+        s, alone = s0, []
+        for _ in range(STEPS // 3):
+            s = jaxode.step(model, s, DT, params=_world(params, w))
+            alone.append(s)
+        stack = lambda xs: jax.tree.map(lambda *a: np.stack(a), *xs)  # noqa: E731
+        _assert_same(stack(alone), jax.tree.map(lambda x: x[:, w], stack(batch_traj)),
+                     f"world {w} stepped in tiles")
+
+
 @pytest.mark.skipif(len(jax.devices()) < 2, reason="needs 2 or more XLA devices")
 def test_world_in_a_batch_split_over_devices_is_bitwise_the_same_alone():
     """A batch split over the CPU devices (jaxode.shard_worlds; jaxode.batch does it

@@ -115,3 +115,15 @@ def test_a_world_alone_traces_one_solve_and_a_jitted_vmap_too(scene, problems, c
     s, p = jaxode.batch(jaxode.init(scene), 4), jaxode.batch(scene.params, 4)
     jax.jit(jax.vmap(lambda s, p: jaxode.rollout(scene, s, 3, 0.01, params=p)[0])).trace(s, p)
     assert (len(count), len(problems)) == (2, 2)
+
+
+def test_a_tiled_batch_of_steps_traces_the_step_once_and_one_solve(scene, problems, count):
+    """``jit(vmap(step))`` of a batch larger than ``batch_tile``: the step is
+    traced once, already batched, its tiles stepped directly (``api._batched_step``),
+    so the solver's rows are prepared once in the trace (twice before session 35:
+    the one-world function of custom_vmap's primal, then the rule)."""
+    jax.clear_caches()
+    tiled = scene.replace(batch_tile=2)
+    s, p = jaxode.batch(jaxode.init(tiled), 5), jaxode.batch(tiled.params, 5)
+    jax.jit(jax.vmap(lambda s, p: jaxode.step(tiled, s, 0.01, params=p))).trace(s, p)
+    assert (len(count), len(problems)) == (1, 1)
