@@ -180,9 +180,9 @@ def as_batch_member(fn, model: Model, state: State, params: Params, dt, batched=
     one and in any batch (with FMA contraction off, see :mod:`jaxode.xla`):
     XLA compiles an unbatched program differently (other fusions, other
     rounding). Derivatives (forward and reverse) go through the batch of one.
-    (``step``/``rollout`` called straight under a jitted vmap of a batch that
-    is not tiled skip this and trace the rule's vmap directly, see
-    :func:`_in_traced_vmap`.)
+    (``step``/``rollout`` called straight under a jitted vmap skip this and
+    trace the batch directly, see :func:`_in_traced_vmap`,
+    :func:`_batched_step` and :func:`_unwrapped_rollout`.)
 
     ``batched`` (optional): ``fn``'s own batched form, a ``custom_vmap`` rule
     ``batched(size, in_batched, model, state, params, dt) -> (out,
