@@ -127,3 +127,24 @@ def test_a_tiled_batch_of_steps_traces_the_step_once_and_one_solve(scene, proble
     s, p = jaxode.batch(jaxode.init(tiled), 5), jaxode.batch(tiled.params, 5)
     jax.jit(jax.vmap(lambda s, p: jaxode.step(tiled, s, 0.01, params=p))).trace(s, p)
     assert (len(count), len(problems)) == (1, 1)
+
+
+@pytest.mark.parametrize("tile", [2, 0], ids=["tiled", "untiled"])
+def test_a_loop_inside_the_vmap_that_reads_its_params_is_traced_in_place(scene, tile):
+    """An env's ``fori_loop`` of steps inside ``jit(vmap)``, its body closing over
+    the batch's params: the step sees the vmap's tracers beside the loop body's,
+    so it must not run the batch at the vmap's level (that leaked the body's
+    tracers: JAX's UnexpectedTracerError, train_cartpole.py's evaluation in
+    session 35); it takes the general path."""
+    m = scene.replace(batch_tile=tile)
+    s, p = jaxode.batch(jaxode.init(m), 5), jaxode.batch(m.params, 5)
+
+    def f(s, p):
+        return jax.lax.fori_loop(0, 2, lambda _, st: jaxode.step(m, st, 0.01, params=p), s)
+
+    out = jax.jit(jax.vmap(f))(s, p)
+    alone = jaxode.init(m)
+    for _ in range(2):
+        alone = jaxode.step(m, alone, 0.01)
+    for name in ("pos", "quat", "vel", "angvel"):
+        assert (jnp.asarray(getattr(out, name))[3] == getattr(alone, name)).all(), name

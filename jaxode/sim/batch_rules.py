@@ -46,7 +46,7 @@ def batch_trace_of(tree, front: bool = False):
         from jax._src.interpreters.partial_eval import DynamicJaxprTracer
     except ImportError:  # JAX moved its tracers: the general path
         return None
-    trace, sizes = None, set()
+    trace, sizes, jit_traces = None, set(), set()
     for x in jax.tree.leaves(tree):
         if isinstance(x, BatchTracer):
             if (trace is not None and x._trace is not trace) \
@@ -54,11 +54,20 @@ def batch_trace_of(tree, front: bool = False):
                     or (front and x.batch_dim != 0):
                 return None
             trace = x._trace
+            jit_traces.add(id(x.val._trace))
             if x.batch_dim is not None:    # None: JAX's "not mapped"
                 sizes.add(x.val.shape[x.batch_dim])
-        elif isinstance(x, jax.core.Tracer) and not isinstance(x, DynamicJaxprTracer):
+        elif isinstance(x, DynamicJaxprTracer):
+            jit_traces.add(id(x._trace))
+        elif isinstance(x, jax.core.Tracer):
             return None
     if trace is None or len(sizes) != 1:
+        return None
+    # every jit tracer of the one trace right under the vmap: a loop body traced
+    # inside the vmap that closes over the vmap's tracers (an env's fori_loop of
+    # steps reading the batch's params) mixes the body's tracers with the vmap's,
+    # and running the rule at the vmap's level would leak the body's
+    if jit_traces != {id(getattr(trace, "parent_trace", None))}:
         return None
     return trace, sizes.pop()
 
