@@ -246,29 +246,13 @@ def as_batch_member(fn, model: Model, state: State, params: Params, dt, batched=
 
     run = custom_vmap(alone)
 
-    tile = batching.tile_worlds(batching.check_tile(model.batch_tile), 1 << 62)
-
     @run.def_vmap
     def rule(axis_size, in_batched, *flat):
         if batched is not None:
-            out, _ = batched(axis_size, *_trees(in_batched, flat))
-            return out, jax.tree.map(lambda _: True, out)
+            return batched(axis_size, *_trees(in_batched, flat))
         axes = [0 if b else None for b in in_batched]
-        if tile is None or axis_size <= tile or not any(in_batched):
-            out = jax.vmap(one_world, in_axes=axes, axis_size=axis_size)(*flat)
-            return out, jax.tree.map(lambda _: True, out)
-        # The batch in tiles of ``tile`` worlds, one tile after another
-        # (Model.batch_tile): a tile's solver loops are small enough for XLA
-        # CPU to compile as single functions and its data stay in cache. Tile k
-        # holds worlds k, k + n, ... (a batch split in blocks over devices keeps
-        # its share of every tile); the last worlds padded with copies.
-        def one_tile(tb):
-            it = iter(tb)
-            f = [next(it) if b else x for x, b in zip(flat, in_batched)]
-            return jax.vmap(one_world, in_axes=axes, axis_size=tile)(*f)
-
-        out = batching.map_tiles(one_tile, [x for x, b in zip(flat, in_batched) if b], tile)
-        return out, jax.tree.map(lambda _: True, out)
+        return _in_tiles(lambda f: jax.vmap(one_world, in_axes=axes)(*f), list(flat),
+                         in_batched, axis_size, model.batch_tile)
 
     @jax.custom_jvp
     def member(*flat):
@@ -333,16 +317,19 @@ def _batched_step(size: int, in_batched, *vals_tree):
     def run(v):
         return jax.vmap(_step_one, in_axes=axes)(*jax.tree.unflatten(tree, v))
 
-    return _in_tiles(run, vals, jax.tree.leaves(in_batched), size, vals_tree[0].batch_tile)
+    return _in_tiles(run, _held_floats(vals), jax.tree.leaves(in_batched), size,
+                     vals_tree[0].batch_tile)
 
 
 def _in_tiles(run, vals: list, batched: list, size: int, batch_tile):
     """(``run(vals)``, every output batched): ``vals`` the flat arguments of a
-    batch of ``size`` worlds (batched on axis 0 where ``batched`` says), their
-    floats through one optimisation barrier (:func:`_barrier_call`). A batch
-    that ``batch_tile`` (``Model.batch_tile``) splits runs tile after tile
-    (:func:`batching.map_tiles`), ``run`` on each tile's arguments."""
-    vals = _held_floats(vals)
+    batch of ``size`` worlds (batched on axis 0 where ``batched`` says). A
+    batch that ``batch_tile`` (``Model.batch_tile``) splits runs tile after
+    tile, ``run`` on each tile's arguments: a tile's solver loops are small
+    enough for XLA CPU to compile as single functions and its data stay in
+    cache. Tile k holds worlds k, k + n, ... (a batch split in blocks over
+    devices keeps its share of every tile); the last worlds padded with copies
+    (:func:`batching.map_tiles`)."""
     tile = batching.tile_worlds(batching.check_tile(batch_tile), size)
     if tile is None:
         out = run(vals)
@@ -520,7 +507,8 @@ def _batched_rollout(size: int, in_batched, *vals_tree, n_steps: int):
         final, traj = jax.lax.scan(body, state, None, length=n_steps)
         return final, jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), traj)
 
-    return _in_tiles(run, vals, jax.tree.leaves(in_batched), size, vals_tree[0].batch_tile)
+    return _in_tiles(run, _held_floats(vals), jax.tree.leaves(in_batched), size,
+                     vals_tree[0].batch_tile)
 
 
 def _barrier_call(fn, args):
