@@ -2,7 +2,7 @@
 
 ``import jaxode`` adds these flags to ``XLA_FLAGS`` when JAX's backends have not
 started yet (nothing has created an array or asked for devices) and the flag
-is not set already (three for the CPU, two for the GPU; XLA reads every flag
+is not set already (four for the CPU, two for the GPU; XLA reads every flag
 whatever the backend, and a CPU-only jaxlib accepts the GPU ones):
 
 - ``--xla_force_host_platform_device_count=<cores>``: one XLA CPU device per
@@ -41,6 +41,18 @@ whatever the backend, and a CPU-only jaxlib accepts the GPU ones):
   step loop and an untiled batch's sweeps stay over it. Same arithmetic
   (bitwise the same trajectories). Not set when ``XLA_FLAGS`` already has
   ``--xla_backend_extra_options`` (give it the key yourself).
+- ``--xla_cpu_use_fusion_emitters=false`` (jaxlib below 0.11 only, where the
+  switch exists; jaxlib 0.11 removed XLA CPU's older code generator, and an
+  unknown flag is fatal in ``XLA_FLAGS``): XLA CPU's older elemental code
+  generator instead of its MLIR fusion emitters. The step compiles in 70-85 % of
+  the time and runs as fast, with bitwise the same results (bench/RESULTS.md,
+  session 36: a cold first compile at 1,024 worlds on two devices, boxes 21.3 ->
+  15.0 s, stack 24.0 -> 19.4, bin_16 28.3 -> 24.0, walker 13.8 -> 9.9, chain 6.7
+  -> 5.2; world-steps/s the same within this VM's noise in alternating
+  processes; the final states' SHA-256 the same either way). On 2026-11-24,
+  before the step's short sums became chains of adds, the same switch ran
+  ``chain`` 42 % slower, so it was not set then. The test suite has used it all
+  along (tests/fast_compile.py).
 - ``--xla_gpu_enable_command_buffer=+WHILE,+CONDITIONAL`` and
   ``--xla_gpu_graph_min_graph_size=1`` (GPU): XLA records while loops and
   conditionals into CUDA graphs (conditional nodes) instead of running them
@@ -51,11 +63,6 @@ whatever the backend, and a CPU-only jaxlib accepts the GPU ones):
   worlds 1.1-1.5x faster (boxes pgs 9.4 -> 6.3 ms per step, chain colored
   6.3 -> 4.3, stack colored 24.7 -> 19.7), the same physics. Not set when
   ``XLA_FLAGS`` already names either option.
-Not set: ``--xla_cpu_use_fusion_emitters=false`` (jaxlib below 0.11) compiles
-a step in about 60 % of the time but runs ``chain`` at 1024 worlds 42 % slower
-(33,500 against 58,000 world-steps/s, measured 2026-11-24); the test suite
-uses it (tests/fast_compile.py), where compile time is what counts.
-
 **Persistent compilation cache.** ``import jaxode`` also points JAX's
 persistent compilation cache (``jax_compilation_cache_dir``) at a per-user
 folder, ``$XDG_CACHE_HOME/jaxode/xla/<cpu>`` (``~/.cache/jaxode/xla/<cpu>``
@@ -96,8 +103,10 @@ set either way (JAX opens it at its first compile that uses it), and
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import os
 import platform
+import re
 
 DEVICE_COUNT_FLAG = "--xla_force_host_platform_device_count"
 MAX_ISA_FLAG = "--xla_cpu_max_isa"
@@ -105,6 +114,7 @@ NO_FMA_ISA = "AVX"
 EXTRA_OPTIONS_FLAG = "--xla_backend_extra_options"
 SMALL_LOOP_OPTION = "xla_cpu_small_while_loop_byte_threshold"
 SMALL_LOOP_BYTES = 1_000_000
+LEGACY_EMITTER_FLAG = "--xla_cpu_use_fusion_emitters"
 COMMAND_BUFFER_FLAG = "--xla_gpu_enable_command_buffer"
 COMMAND_BUFFER_TYPES = "+WHILE,+CONDITIONAL"
 GRAPH_SIZE_FLAG = "--xla_gpu_graph_min_graph_size"
@@ -122,6 +132,23 @@ def _backends_started() -> bool:
         return bool(getattr(xla_bridge, "_backends", {}))
     except Exception:  # noqa: BLE001 - private API moved: assume not started
         return False
+
+
+def jaxlib_version() -> tuple[int, int]:
+    """(major, minor) of the installed jaxlib, read from its metadata without
+    importing it ((0, 0) when it is not installed)."""
+    try:
+        v = importlib.metadata.version("jaxlib")
+    except importlib.metadata.PackageNotFoundError:
+        return (0, 0)
+    m = re.match(r"(\d+)\.(\d+)", v)
+    return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+
+
+def has_legacy_emitter() -> bool:
+    """Whether this jaxlib's XLA CPU still has its older code generator, i.e.
+    knows ``--xla_cpu_use_fusion_emitters`` (jaxlib below 0.11)."""
+    return jaxlib_version() < (0, 11)
 
 
 def _x86() -> bool:
@@ -214,6 +241,8 @@ def _configure_flags() -> list[str]:
         added.append(f"{DEVICE_COUNT_FLAG}={os.cpu_count() or 1}")
     if _x86() and MAX_ISA_FLAG not in current:
         added.append(f"{MAX_ISA_FLAG}={NO_FMA_ISA}")
+    if has_legacy_emitter() and LEGACY_EMITTER_FLAG not in current:
+        added.append(f"{LEGACY_EMITTER_FLAG}=false")
     if EXTRA_OPTIONS_FLAG not in current:
         added.append(f"{EXTRA_OPTIONS_FLAG}={SMALL_LOOP_OPTION}={SMALL_LOOP_BYTES}")
     if COMMAND_BUFFER_FLAG not in current and GRAPH_SIZE_FLAG not in current:

@@ -11,12 +11,6 @@ XLA_FLAGS are kept; ours are only added when the flag is not set already.
 import os
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
-from fast_compile import XLA_FLAGS as _FAST_COMPILE  # noqa: E402  (jaxlib-dependent)
-_flags = os.environ.get("XLA_FLAGS", "")
-for _f in _FAST_COMPILE:
-    if _f.split("=")[0] not in _flags:
-        _flags = f"{_flags} {_f}".strip()
-os.environ["XLA_FLAGS"] = _flags
 # No Python tracebacks in the MLIR locations of every lowered op: ~5-10% off tracing
 # and lowering, which cost as much as XLA's own compile here; error messages are unchanged.
 os.environ.setdefault("JAX_TRACEBACK_IN_LOCATIONS_LIMIT", "0")
@@ -29,3 +23,10 @@ os.environ.setdefault("JAXODE_COMPILE_NOTICE", "0")
 # against 29.4 s; bench/RESULTS.md session 14), and the suite leaves the user's
 # ~/.cache alone. JAXODE_XLA_CACHE=1 pytest ... reruns with a warm cache (23.4 s there).
 os.environ.setdefault("JAXODE_XLA_CACHE", "0")
+# (the settings above come first: fast_compile imports jaxode, and with it JAX)
+from fast_compile import XLA_FLAGS as _FAST_COMPILE  # noqa: E402  (jaxlib-dependent)
+_flags = os.environ.get("XLA_FLAGS", "")
+for _f in _FAST_COMPILE:
+    if _f.split("=")[0] not in _flags:
+        _flags = f"{_flags} {_f}".strip()
+os.environ["XLA_FLAGS"] = _flags

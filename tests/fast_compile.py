@@ -5,29 +5,18 @@ CPU code generator compile 1.5-2.5x faster and change no semantics (see
 conftest.py). jaxlib 0.11 removed the older generator: its switch
 ``xla_cpu_use_fusion_emitters`` is then an unknown flag, fatal in ``XLA_FLAGS``
 and "No such compile option" in ``compiler_options``, so it is only used below
-0.11. ``OPTIONS`` is for ``jax.jit(..., compiler_options=OPTIONS)``, ``XLA_FLAGS``
-for the environment (conftest.py); ``RUN_HEAVY`` for the few tests whose compiled
-program runs longer than it compiles.
+0.11 (:func:`jaxode.xla.has_legacy_emitter`; ``import jaxode`` sets it there too).
+``OPTIONS`` is for ``jax.jit(..., compiler_options=OPTIONS)``, ``XLA_FLAGS`` for the
+environment (conftest.py); ``RUN_HEAVY`` for the few tests whose compiled program
+runs longer than it compiles.
 """
 from __future__ import annotations
 
-import importlib.metadata
-import re
-
-
-def jaxlib_version() -> tuple[int, int]:
-    """(major, minor) of the installed jaxlib, read without importing it."""
-    try:
-        v = importlib.metadata.version("jaxlib")
-    except importlib.metadata.PackageNotFoundError:
-        return (0, 0)
-    m = re.match(r"(\d+)\.(\d+)", v)
-    return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
-
+from jaxode import xla
 
 OPTIONS: dict = {"xla_backend_optimization_level": 0}
-if jaxlib_version() < (0, 11):
-    OPTIONS["xla_cpu_use_fusion_emitters"] = False
+if xla.has_legacy_emitter():
+    OPTIONS[xla.LEGACY_EMITTER_FLAG.lstrip("-")] = False
 
 XLA_FLAGS: tuple = tuple(f"--{k}={str(v).lower()}" for k, v in OPTIONS.items())
 

@@ -128,8 +128,8 @@ PLAIN = textwrap.dedent("""
 
 
 def _jaxlib_before_0_11() -> bool:
-    import fast_compile
-    return fast_compile.jaxlib_version() < (0, 11)
+    from jaxode import xla
+    return xla.jaxlib_version() < (0, 11)
 
 
 _KNOWN_HANG = ("jax 0.9.2 and 0.10.2: jit(vmap(step)) over worlds sharded on 2 CPU "
