@@ -311,8 +311,9 @@ def main(argv=None) -> None:
                     help="CPU devices (XLA_FLAGS, set at start; default one per core): a batch "
                          "that divides evenly is sharded over them (jaxode.shard_worlds)")
     ap.add_argument("--max-run-s", type=float, default=120.0,
-                    help="skip a larger batch of a scene when the smaller batch's throughput "
-                         "predicts its two timed runs would take longer than this [s]")
+                    help="skip a larger batch of a scene when a smaller batch's throughput "
+                         "(of at least 64 worlds) predicts its two timed runs would take "
+                         "longer than this [s]")
     args = ap.parse_args(argv)
     names = args.scenes or [n for n in S.SCENES if not (args.quick and n == "bin_256")]
     batches = args.batch or ([1, 64] if args.quick else [1, 64, 1024, 4096] + ([16384] if args.full else []))
@@ -382,7 +383,11 @@ def main(argv=None) -> None:
                     break
                 r["scene"] = name
                 results.append(r)
-                prev = r["world_steps_per_s"]
+                # Extrapolate only from a batch of 64 worlds or more: one world's throughput
+                # says little about a batch's (the bench scenes at 1,024 worlds ran 10-21x one
+                # world's world-steps/s, so predicting from batch 1 skipped stack's 1,024-world
+                # row, a 7 s run, as "134 s"; bench/RESULTS.md, session 36).
+                prev = r["world_steps_per_s"] if b >= 64 else None
                 o = ode.get(name)
                 ratio = f"  x{r['world_steps_per_s'] / o['world_steps_per_s']:.2f} ODE" if o else ""
                 print(f"jaxode {name:8s} {solver:7s} batch {b:6d}: "
