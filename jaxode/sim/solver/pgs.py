@@ -88,6 +88,7 @@ def _head_live_count(row_live, h, nj: int, nc: int) -> jax.Array:
     recomputes every joint row's scaled Jacobian, 14 ns per row and world),
     now 3.5-8 % less wall time with bitwise the same states (bench/RESULTS.md,
     session 36). ``row_live`` (j1, j2, rhs) -> (rows,) bool, over the worlds."""
+    assert 0 <= nj and nj + nc <= h.b1.shape[0], (nj, nc, h.b1.shape)
     if not nc:
         return jnp.asarray(nj, jnp.int32)
     rows = slice(nj, nj + nc)
