@@ -181,8 +181,7 @@ def as_batch_member(fn, model: Model, state: State, params: Params, dt, batched=
     XLA compiles an unbatched program differently (other fusions, other
     rounding). Derivatives (forward and reverse) go through the batch of one.
     (``step``/``rollout`` called straight under a jitted vmap skip this and
-    trace the batch directly, see :func:`_in_traced_vmap`,
-    :func:`_batched_step` and :func:`_unwrapped_rollout`.)
+    trace the batch directly, see :func:`_under_jitted_vmap`.)
 
     ``batched`` (optional): ``fn``'s own batched form, a ``custom_vmap`` rule
     ``batched(size, in_batched, model, state, params, dt) -> (out,
@@ -288,13 +287,9 @@ def step(model: Model, state: State, dt, params: Optional[Params] = None) -> Sta
     batch untouched.
     """
     p = _check_inputs(model, state, params, dt)
-    if _in_traced_vmap((model, state, p, dt), model):
-        return _barrier_call(_step_one, (model, state, p, jnp.asarray(dt)))
-    if _in_traced_vmap((model, state, p, dt)):
-        # a tiled batch under a caller's jitted vmap: its tiles, stepped directly
-        out = batch_rules.rule_on_batch(_batched_step, (model, state, p, jnp.asarray(dt)))
-        if out is not None:
-            return out
+    out = _under_jitted_vmap(_step_one, _batched_step, (model, state, p, jnp.asarray(dt)))
+    if out is not None:
+        return out
     with compile_notice.notice(f"step ({_scene_text(model)})",
                                enabled=_concrete(state)):
         return _step(model, state, p, dt)
@@ -306,11 +301,10 @@ def _batched_step(size: int, in_batched, *vals_tree):
     where ``in_batched`` (the same trees, of bools) says; returns (state,
     out_batched). ``jax.vmap`` of the step, tile after tile for a batch that
     ``model.batch_tile`` splits (as :func:`as_batch_member`'s rule lays them
-    out). Called under a caller's jitted vmap of a tiled batch
-    (:func:`batch_rules.rule_on_batch`), it traces the step once, already
-    batched, where :func:`as_batch_member` traced it for one world, the
-    solver's one-world function included, and batched that trace twice (the
-    batch of one, then the rule)."""
+    out). Called under a caller's jitted vmap (:func:`_under_jitted_vmap`),
+    it traces the step once, already batched, where :func:`as_batch_member`
+    traced a tiled batch for one world, the solver's one-world function
+    included, and batched that trace twice (the batch of one, then the rule)."""
     vals, tree = jax.tree.flatten(vals_tree)
     axes = jax.tree.unflatten(tree, [0 if b else None for b in jax.tree.leaves(in_batched)])
 
@@ -414,13 +408,14 @@ def rollout(model: Model, state: State, n_steps: int, dt, params: Optional[Param
         raise ValueError(f"checkpoint_every must be None (off) or an integer >= 1 steps per "
                          f"checkpointed block (got {checkpoint_every!r})")
     p = _check_inputs(model, state, params, dt)
-    if checkpoint_every is None and _in_traced_vmap((model, state, p, dt)):
-        out = _unwrapped_rollout((model, state, p, jnp.asarray(dt)), n_steps)
-        if out is not None:
-            return out
-    if _in_traced_vmap((model, state, p, dt), model):
-        fn = functools.partial(_rollout_one, n_steps=n_steps, checkpoint_every=checkpoint_every)
-        return _barrier_call(fn, (model, state, p, jnp.asarray(dt)))
+    out = _under_jitted_vmap(
+        functools.partial(_rollout_one, n_steps=n_steps, checkpoint_every=checkpoint_every),
+        # checkpointed blocks keep the one-world path (their jax.checkpoint is per world)
+        None if checkpoint_every is not None else
+        functools.partial(_batched_rollout, n_steps=n_steps),
+        (model, state, p, jnp.asarray(dt)))
+    if out is not None:
+        return out
     with compile_notice.notice(f"rollout ({_scene_text(model)}, {n_steps} steps)",
                                enabled=_concrete(state)):
         final, traj = _rollout(model, state, p, dt, n_steps=n_steps,
@@ -445,7 +440,7 @@ def _in_traced_vmap(tree, model: Optional[Model] = None) -> bool:
     for a batch that ``model.batch_tile`` splits into tiles, which a call
     inside the caller's vmap cannot run one after another: ``step`` and
     ``rollout`` then unwrap the vmap's tracers and run the tiles themselves
-    (:func:`_batched_step`, :func:`_unwrapped_rollout`)."""
+    (:func:`_under_jitted_vmap`)."""
     found = batch_rules.batch_trace_of(tree, front=True)
     if found is None:
         return False
@@ -454,23 +449,34 @@ def _in_traced_vmap(tree, model: Optional[Model] = None) -> bool:
         batching.check_tile(model.batch_tile), size) is None
 
 
-def _unwrapped_rollout(args, n_steps: int):
-    """:func:`_rollout_one` of a caller's ``jax.vmap`` (``_in_traced_vmap``) as
-    :func:`_batched_rollout` over the batch's own arrays, or None when JAX's
-    tracers are not as expected (the caller then takes the general path).
+def _under_jitted_vmap(one, batched, args):
+    """``one(*args)`` (a world's step or rollout) when ``step``/``rollout`` is
+    called straight under a caller's jitted ``jax.vmap`` (:func:`_in_traced_vmap`),
+    else None (the caller then takes :func:`as_batch_member`'s path).
 
-    Under the caller's vmap, ``lax.scan`` traces the step for one world and then
-    batches that trace, equation by equation (``boxes`` at one world: 1.75 s of
-    a 4 s trace), and a batch in tiles (``Model.batch_tile``) went through
-    :func:`as_batch_member`, whose ``custom_vmap`` traces the batch of one as
-    well; here the step is traced once, already batched: the vmap's tracers are
-    unwrapped (their values, batch axis 0), the scan runs at the level above the
-    vmap with ``jax.vmap`` of the step inside (tile after tile, as
-    :func:`as_batch_member` lays them out), and the results are handed back to
-    the caller's vmap as its tracers. The same batched operations, bitwise the
-    same states (tests/test_batch_invariance.py)."""
-    return batch_rules.rule_on_batch(functools.partial(_batched_rollout, n_steps=n_steps),
-                                     tuple(args))
+    ``batched`` (``custom_vmap``-rule form: :func:`_batched_step`,
+    :func:`_batched_rollout`; None: not available) runs the batch over the
+    vmap's own arrays (:func:`batch_rules.rule_on_batch`): the vmap's tracers
+    are unwrapped (their values, batch axis 0), the batch is stepped at the
+    level above the vmap (tile after tile, as :func:`as_batch_member` lays
+    them out) and the results are handed back as the caller's tracers. The
+    step is traced once, already batched: under the caller's vmap a rollout's
+    ``lax.scan`` traced the step for one world and then batched that trace
+    equation by equation (``boxes`` at one world: 1.75 s of a 4 s trace), and
+    a tiled batch went through :func:`as_batch_member`, which traced the
+    batch of one as well. Otherwise (JAX's tracers not as expected, or no
+    ``batched``) a batch that is not split into tiles is traced under the
+    caller's vmap through :func:`_barrier_call`. The same batched operations
+    either way, bitwise the same states (tests/test_batch_invariance.py)."""
+    if not _in_traced_vmap(args):
+        return None
+    if batched is not None:
+        out = batch_rules.rule_on_batch(batched, args)
+        if out is not None:
+            return out
+    if _in_traced_vmap(args, args[0]):
+        return _barrier_call(one, args)
+    return None
 
 
 def _batched_rollout(size: int, in_batched, *vals_tree, n_steps: int):
@@ -482,7 +488,7 @@ def _batched_rollout(size: int, in_batched, *vals_tree, n_steps: int):
     ``model.batch_tile`` splits): the step is traced once, already batched, and
     the solver's and collision's batching rules run directly
     (:func:`jaxode.sim.batch_rules.rule_on_batch`), with no one-world trace of
-    their own. Serves the caller's jitted vmap (:func:`_unwrapped_rollout`) and
+    their own. Serves the caller's jitted vmap (:func:`_under_jitted_vmap`) and
     the world alone (:func:`as_batch_member`'s batch of one, ``size`` 1)."""
     vals, tree = jax.tree.flatten(vals_tree)
     axes = [0 if b else None for b in jax.tree.leaves(in_batched)]
