@@ -54,6 +54,15 @@ def program(model, batch: int, steps: int):
     return jax.jit(jax.vmap(one)), states, params
 
 
+def sha(tree) -> str:
+    """The first 16 hex digits of the SHA-256 of a pytree's leaves' bytes, in
+    leaf order: two runs that give the same digest gave bitwise the same arrays."""
+    h = hashlib.sha256()
+    for x in jax.tree.leaves(tree):
+        h.update(np.asarray(x).tobytes())
+    return h.hexdigest()[:16]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("scene", choices=sorted(S.SCENES))
@@ -73,14 +82,11 @@ def main() -> None:
     compiled = lowered.compile()
     xla = _since(t)
     final = jax.block_until_ready(compiled(states, params))
-    h = hashlib.sha256()
-    for x in jax.tree.leaves(final):
-        h.update(np.asarray(x).tobytes())
     print(json.dumps(dict(scene=a.scene, batch=a.batch, devices=ndev,
                           cache=jaxode.xla.status()["cache_dir"],
                           trace=trace, lower=lower, xla=xla,
                           first_call=[round(trace[i] + lower[i] + xla[i], 3) for i in (0, 1)],
-                          load=round(os.getloadavg()[0], 1), sha=h.hexdigest()[:16])))
+                          load=round(os.getloadavg()[0], 1), sha=sha(final))))
 
 
 if __name__ == "__main__":

@@ -17,7 +17,6 @@ largest difference in body position [m] where it does not.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import sys
@@ -33,15 +32,9 @@ import numpy as np  # noqa: E402
 
 import jaxode  # noqa: E402
 from bench import scenes as S  # noqa: E402
+from bench.studies.first_call import sha  # noqa: E402
 
 DT = 0.01
-
-
-def sha(tree) -> str:
-    h = hashlib.sha256()
-    for x in jax.tree.leaves(tree):
-        h.update(np.asarray(x).tobytes())
-    return h.hexdigest()[:16]
 
 
 def row(scene: str, solver: str, batch: int, steps: int, k: int) -> dict:
@@ -79,6 +72,8 @@ def main(argv=None):
     ap.add_argument("--world", type=int, default=5)
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args(argv)
+    if not 0 <= args.world < args.batch:
+        ap.error(f"--world must lie in [0, --batch) = [0, {args.batch}) (got {args.world})")
     args.out.mkdir(parents=True, exist_ok=True)
     rows = []
     for scene in args.scenes:
