@@ -291,11 +291,13 @@ SPECS_LIST = (
        "sqrt(surface_radius * depth)", default=1.0, surface_default=1.0,
        combine="both (min)", switch="flag:angular_friction", **_UNIT),
     # ------------------------------------------- Gazebo's joint dynamics (SDF <dynamics>)
-    ParamSpec("joint_damping", "joint_axis", "Gazebo's joint damping: -damping * rate added "
-              "along the axis before each step, as dJointAddHingeTorque / "
-              "dJointAddSliderForce (ODEJoint::ApplyExplicitStiffnessDamping; hinge and "
-              "slider joints)", unit="N m s/rad or N s/m", default=0.0, switch="none",
-              **_NONNEG),
+    ParamSpec("joint_damping", "joint_axis", "joint damping: the joint force -damping * rate "
+              "(hinge and slider joints). Implicit by default (Model.joint_passive: a row of "
+              "the solve, the end-of-step rate, as MuJoCo's Euler; stable for any damping); "
+              "with WorldBuilder(joint_damping=\"explicit\") Gazebo's form: the start-of-step "
+              "rate, added before the step as dJointAddHingeTorque / dJointAddSliderForce "
+              "(ODEJoint::ApplyExplicitStiffnessDamping)", unit="N m s/rad or N s/m",
+              default=0.0, switch="none", **_NONNEG),
     ParamSpec("joint_friction", "joint_axis", "Gazebo's joint friction: > 0 makes the "
               "axis's motor a zero-velocity motor with fmax = friction (ODEJoint::SetParam"
               "(\"friction\"): dParamVel 0, dParamFMax friction), replacing joint_vel and "
@@ -317,6 +319,20 @@ SPECS_LIST = (
     ParamSpec("body_auto_disable_time", "body", "dBodySetAutoDisableTime: idle time before "
               "disabling (both it and the steps must have run out)", unit="s", default=0.0,
               switch="flag:auto_disable", **_NONNEG),
+    # ------------------- joint-space passive dynamics (MuJoCo's joint attributes, SDF/URDF)
+    ParamSpec("joint_armature", "joint_axis", "armature: inertia added to the joint's own "
+              "coordinate (MuJoCo's armature, a rotor's reflected inertia): a row of the "
+              "solve whose force -armature * (rate' - rate) / h resists the axis's "
+              "acceleration (hinge and slider joints)", unit="kg m^2 or kg", default=0.0,
+              switch="flag:joint_passive", **_NONNEG),
+    ParamSpec("joint_stiffness", "joint_axis", "joint spring: the joint force -stiffness * "
+              "(q - springref) at the start-of-step coordinate q (the angle or position the "
+              "stops read), applied before the solve (MuJoCo's Euler and Gazebo's "
+              "ApplyExplicitStiffnessDamping; hinge and slider joints)",
+              unit="N m/rad or N/m", default=0.0, switch="flag:joint_passive", **_NONNEG),
+    ParamSpec("joint_springref", "joint_axis", "the joint coordinate at which the spring "
+              "(joint_stiffness) is relaxed", unit="rad or m", default=0.0,
+              switch="flag:joint_passive"),
 )
 
 #: name -> ParamSpec, in Params' field order.
@@ -473,8 +489,8 @@ def check_params(model, params, where: str = "params", values: bool = True) -> N
             need = (spec.switch == "always"
                     or (spec.switch == "joints" and model.njoint > 0)
                     or (spec.switch == "materials" and len(model.material_names) > 0)
-                    or (spec.switch == "flag:auto_disable"
-                        and getattr(model, "auto_disable", False)))
+                    or (spec.switch.startswith("flag:")
+                        and bool(getattr(model, spec.switch[5:], False))))
             if need:
                 raise ValueError(f"{where}.{spec.name} is None but this model needs it "
                                  f"(expected shape {spec.shape_for(model)}: {spec.doc})")
@@ -502,6 +518,26 @@ def check_params(model, params, where: str = "params", values: bool = True) -> N
             concrete = False
     if concrete:
         check_values(params, where)
+        check_passive_switch(model, params, where)
+
+
+def check_passive_switch(model, params, where: str = "params") -> None:
+    """Refuse concrete joint armature, springs or implicit damping that the model
+    has no rows for (built with ``Model.joint_passive`` off): they would be
+    silently ignored by the step."""
+    if getattr(model, "joint_passive", False):
+        return
+    names = ["joint_armature", "joint_stiffness", "joint_springref"]
+    if not getattr(model, "joint_damping_explicit", True):
+        names.append("joint_damping")
+    for name in names:
+        x = getattr(params, name, None)
+        if x is not None and np.size(x) and np.any(np.asarray(x) != 0):
+            raise ValueError(
+                f"{where}.{name} has nonzero values but the model was built without the joint "
+                f"passive rows (Model.joint_passive is False: no hinge or slider had damping, "
+                f"armature or a spring at build time); build it with "
+                f"WorldBuilder(joint_passive=True) to set them per world")
 
 
 def check_values(params, where: str = "params") -> None:

@@ -153,6 +153,15 @@ class Model:
     auto_disable_buffer (static) the velocity ring buffer's length, the
     largest of them (at least 1). The other settings are per-world
     ``Params.body_auto_disable*``.
+    Joint-space passive dynamics (docs/ODE_FEATURES.md, "Joint damping,
+    armature and springs"): joint_passive (static) hinge and slider joints
+    carry one more row, the implicit damper and armature (``Params.
+    joint_damping``, ``joint_armature``), and their springs (``joint_stiffness``,
+    ``joint_springref``) act (set by the builder when some hinge or slider has
+    one of them, or by ``WorldBuilder(joint_passive=True)``; off: the step is
+    the one without them, bit for bit); joint_damping_explicit (static)
+    ``joint_damping`` is Gazebo's explicit torque from the start-of-step rate
+    instead of a row (``WorldBuilder(joint_damping="explicit")``).
     """
 
     nbody: int = static_field()
@@ -196,6 +205,8 @@ class Model:
     reorder: str = static_field(default="joints")
     batch_tile: int = static_field(default=-1)
     slot_sizes: int = static_field(default=2)
+    joint_passive: bool = static_field(default=False)
+    joint_damping_explicit: bool = static_field(default=True)
 
 
 #: Model.reorder values: which rows pgs shuffles (docs/ODE_FEATURES.md 6)

@@ -47,7 +47,9 @@ TAU = (0.05, 0.03)
 
 
 def _model():
-    b = jaxode.WorldBuilder(gravity=(0.0, 0.0, -G))
+    # Gazebo's explicit damping (jaxode's default, the implicit row, is checked in
+    # tests/test_joint_passive.py)
+    b = jaxode.WorldBuilder(gravity=(0.0, 0.0, -G), joint_damping="explicit")
     b.add_body(pos=(0.0, 0.0, 1.0), mass=_M0)
     b.add_body(pos=(1.0, 0.0, 1.0), mass=_M1)
     b.add_slider(0, None, axis=(0.0, 0.0, 1.0), damping=C[0])

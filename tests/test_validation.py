@@ -36,7 +36,8 @@ PARAMS_FIELDS = [
     "mat_spinning", "mat_soft_erp", "mat_soft_cfm", "torsional", "patch_radius",
     "surface_radius", "use_patch_radius", "joint_damping", "joint_friction",
     "body_auto_disable", "body_auto_disable_linear_threshold",
-    "body_auto_disable_angular_threshold", "body_auto_disable_steps", "body_auto_disable_time"]
+    "body_auto_disable_angular_threshold", "body_auto_disable_steps", "body_auto_disable_time",
+    "joint_armature", "joint_stiffness", "joint_springref"]
 
 
 def _scene():

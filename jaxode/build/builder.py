@@ -244,6 +244,16 @@ class WorldBuilder:
     row of the world, as ODE 0.16's QuickStep shuffles its island's rows, from
     ODE's generator carried per world in ``State.rng``, seeded with
     ``reorder_seed``; pgs only, no cone friction). See docs/ODE_FEATURES.md 6.
+    joint_damping: how hinge and slider ``damping`` acts: ``"implicit"`` (the
+    default: a row of the solve, the force from the end-of-step rate, as
+    MuJoCo's Euler; stable for any damping and inertia) or ``"explicit"``
+    (Gazebo's ODEJoint::ApplyExplicitStiffnessDamping: the torque from the
+    start-of-step rate, added before the step; unstable once damping * dt
+    exceeds about twice the joint's effective inertia). joint_passive: build
+    the passive rows (implicit damping, armature, springs;
+    :mod:`jaxode.sim.joints.passive`) even when no joint has them at build time,
+    so that per-world params may switch them on later (None: when some hinge or
+    slider has them).
     Auto-disable (ODE's dWorldSetAutoDisable*, the defaults of bodies added
     later; docs/ODE_FEATURES.md section 5): auto_disable (bool, default off as
     in ODE); auto_disable_linear_threshold >= 0 [m/s] and
@@ -268,7 +278,8 @@ class WorldBuilder:
                  auto_disable_linear_threshold: float = 0.01,
                  auto_disable_angular_threshold: float = 0.01,
                  auto_disable_average_samples: int = 1, auto_disable_steps: int = 10,
-                 auto_disable_time: float = 0.0, reorder: str = "joints"):
+                 auto_disable_time: float = 0.0, reorder: str = "joints",
+                 joint_damping: str = "implicit", joint_passive: Optional[bool] = None):
         if solver not in (pipeline.AUTO_SOLVER,) + self.SOLVERS:
             raise ValueError(f"solver must be one of {(pipeline.AUTO_SOLVER,) + self.SOLVERS} "
                              f"(got {solver!r})")
@@ -285,6 +296,13 @@ class WorldBuilder:
         self.reorder_seed = int(reorder_seed)
         if cfm is None:
             cfm = 1e-10 if jax.config.jax_enable_x64 else 1e-5
+        if joint_damping not in ("implicit", "explicit"):
+            raise ValueError(f"joint_damping must be 'implicit' or 'explicit' (got "
+                             f"{joint_damping!r})")
+        if joint_passive is not None and not isinstance(joint_passive, bool):
+            raise ValueError(f"joint_passive must be True, False or None (got {joint_passive!r})")
+        self.joint_damping = joint_damping
+        self.joint_passive = joint_passive
         self.gravity = _vec("gravity", gravity, 3)
         if not isinstance(iterations, (int, np.integer)) or iterations < 1:
             raise ValueError(f"iterations must be an integer >= 1 (got {iterations!r})")
@@ -604,7 +622,8 @@ class WorldBuilder:
     # ------------------------------------------------------------------ joints
     _AXIS_DEFAULTS = dict(lo_stop=-math.inf, hi_stop=math.inf, vel=0.0, fmax=0.0,
                           fudge_factor=1.0, bounce=0.0, cfm=None, stop_erp=None, stop_cfm=None,
-                          damping=0.0, friction=0.0)
+                          damping=0.0, friction=0.0, armature=0.0, stiffness=0.0,
+                          springref=0.0)
     # Gazebo's explicit joint damping (ODEJoint::ApplyExplicitStiffnessDamping) is
     # applied by the joint types with a joint force API (dJointAddHingeTorque,
     # dJointAddSliderForce): see jaxode.sim.joints.stage.DAMPED
@@ -652,9 +671,10 @@ class WorldBuilder:
                     ax[key] = -1.0
                     continue
                 ax[key] = _param(f"joint_{key}", v, f"{where}: {key}{suf}")
-            if ax["damping"] > 0 and jtype not in self._DAMPED:
-                raise ValueError(f"{where}: damping{suf} applies to hinge and slider joints "
-                                 f"(Gazebo's joint damping), got {ax['damping']!r}")
+            for key in ("damping", "armature", "stiffness", "springref"):
+                if ax[key] != 0 and jtype not in self._DAMPED:
+                    raise ValueError(f"{where}: {key}{suf} applies to hinge and slider joints "
+                                     f"(their one coordinate), got {ax[key]!r}")
             if ax["friction"] > 0 and ax["fmax"] > 0:
                 raise ValueError(f"{where}: friction{suf} ({ax['friction']!r}) is the axis's "
                                  f"zero-velocity motor (Gazebo); it cannot be combined with "
@@ -680,6 +700,16 @@ class WorldBuilder:
                                 reverse=reverse))
         return i
 
+    def _passive_on(self) -> bool:
+        """Whether the model carries the passive rows (``joint_passive``; None:
+        some hinge or slider has armature, a spring or, implicit, damping)."""
+        if self.joint_passive is not None:
+            return self.joint_passive
+        keys = ("armature", "stiffness", "springref") + (
+            ("damping",) if self.joint_damping == "implicit" else ())
+        return any(j["axes"][0][k] != 0 for j in self.joints if j["type"] in self._DAMPED
+                   for k in keys)
+
     def _axis(self, where: str, name: str, v) -> np.ndarray:
         a = _vec(f"{where}: {name}", v, 3)
         n = np.linalg.norm(a)
@@ -698,8 +728,11 @@ class WorldBuilder:
                   axis=(0.0, 0.0, 1.0), collide: bool = False, **params) -> int:
         """Hinge (dJointCreateHinge): world ``anchor`` [m] and ``axis``; per-axis
         lo_stop, hi_stop [rad], vel [rad/s], fmax [N m], fudge_factor, bounce,
-        cfm, stop_erp, stop_cfm; Gazebo's damping [N m s/rad] and friction [N m]
-        (every joint type takes friction; damping: hinge and slider). The angle is
+        cfm, stop_erp, stop_cfm; friction [N m] (Gazebo's: a zero-velocity motor;
+        every joint type takes it); damping [N m s/rad] (implicit unless the builder
+        says ``joint_damping="explicit"``), armature [kg m^2], stiffness [N m/rad]
+        and springref [rad] (the angle where the spring is relaxed): MuJoCo's
+        joint-space terms (:mod:`jaxode.sim.joints.passive`). The angle is
         zero at the build-time pose. ``body1`` None with ``body2`` a body: attached
         world-first (ODE's dJointAttach(j, 0, body); its angle reads negated)."""
         where = f"joint {len(self.joints)} (hinge)"
@@ -773,7 +806,7 @@ class WorldBuilder:
                    collide: bool = False, **params) -> int:
         """Slider (dJointCreateSlider) along world ``axis``; per-axis parameters as
         add_hinge with stops in metres, fmax and friction in newtons, damping in
-        N s/m. Position zero at build time. ``body1`` None with ``body2`` a body:
+        N s/m, armature in kg, stiffness in N/m and springref in metres. Position zero at build time. ``body1`` None with ``body2`` a body:
         attached world-first (ODE reverses the position, its stops and motor)."""
         where = f"joint {len(self.joints)} (slider)"
         return self._add_joint(jt.SLIDER, body1, body2, 1, collide,
@@ -1258,6 +1291,8 @@ class WorldBuilder:
             contact_capacity=int(contact_capacity), iterations=self.iterations, solver=self.solver,
             reorder_seed=self.reorder_seed, reorder=self.reorder,
             auto_disable=bool(adis_on),
+            joint_passive=self._passive_on(),
+            joint_damping_explicit=self.joint_damping == "explicit",
             body_auto_disable_samples=f(samples.reshape(nbody)) if adis_on else None,
             auto_disable_buffer=int(max(1, samples.max(initial=1))) if adis_on else 1,
             friction_cone=any(int(grp.friction.max()) == FRICTION_MODELS["cone"]

@@ -3,6 +3,8 @@ fixed.cpp getInfo2). Rows in the world frame; geometry from build time in the
 body frames (see :class:`JointGroup`)."""
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import jax.numpy as jnp
 
 from jaxode.sim import math as jm
@@ -66,17 +68,50 @@ def rotational_limit_in_use(a):
     return ((a.lo_stop >= -jnp.pi) | (a.hi_stop <= jnp.pi)) & (a.lo_stop <= a.hi_stop)
 
 
-def hinge(g, b: BodyPair, jp: JointParams, erp_w, cfm_w, fps):
-    dtype = b.pos1.dtype
-    k = fps * erp_w
-    jb1, jb2, cb = ball_rows_of(g, b, k)
+class Coordinate(NamedTuple):
+    """A one-axis joint's own coordinate, as its limit/motor row reads it.
+
+    axis (3,) world axis of the row (body 1 minus body 2); value: the angle
+    [rad] or position [m] the stops test; rate: its time derivative [rad/s or
+    m/s], ``axis . (w1 - w2)`` or ``axis . (v1 - v2)``; ltd (3,): the slider's
+    torque decoupling vector (zeros for a hinge); rotational: static."""
+
+    axis: jnp.ndarray
+    value: jnp.ndarray
+    rate: jnp.ndarray
+    ltd: jnp.ndarray
+    rotational: bool
+
+
+def hinge_coordinate(g, b: BodyPair) -> Coordinate:
+    """The hinge's angle (ODE's internal one, zero at the build pose) and rate."""
     ax1 = jm.mm(jm.quat_to_mat(b.quat1), g.axis1)
-    ax2 = jm.mm(jm.quat_to_mat(b.quat2), g.axis2)
-    jh1, jh2, ch = hinge_axis_rows(ax1, ax2, k)
-    a = axis(jp.axes, 0)
     angle = hinge_angle_from_quat(relative_quat(g.qrel, b.quat1, b.quat2), g.axis1)
     rate = jm.mm(ax1, b.angvel1) - jm.mm(ax1, b.angvel2)
-    lim = limot_row(ax1, True, angle, rate, a, jnp.zeros(3, dtype), g.has2, fps,
+    return Coordinate(ax1, angle, rate, jnp.zeros(3, ax1.dtype), True)
+
+
+def slider_coordinate(g, b: BodyPair) -> Coordinate:
+    """The slider's position and rate along its limit/motor axis: attached
+    world-first, ODE negates the axis and the position its stops test
+    (slider.cpp: dJOINT_REVERSE)."""
+    ax1 = jm.mm(jm.quat_to_mat(b.quat1), g.axis1)
+    r2 = jm.quat_to_mat(b.quat2)
+    axl = ax1 * reverse_sign(g, ax1.dtype)
+    position = jm.mm(axl, (b.pos1 - b.pos2) - jm.mm(r2, g.offset))
+    rate = jm.mm(axl, b.vel1) - jm.mm(axl, b.vel2)
+    ltd = jnp.cross(0.5 * (b.pos2 - b.pos1), axl)
+    return Coordinate(axl, position, rate, ltd, False)
+
+
+def hinge(g, b: BodyPair, jp: JointParams, erp_w, cfm_w, fps):
+    k = fps * erp_w
+    jb1, jb2, cb = ball_rows_of(g, b, k)
+    ax2 = jm.mm(jm.quat_to_mat(b.quat2), g.axis2)
+    co = hinge_coordinate(g, b)
+    jh1, jh2, ch = hinge_axis_rows(co.axis, ax2, k)
+    a = axis(jp.axes, 0)
+    lim = limot_row(co.axis, True, co.value, co.rate, a, co.ltd, g.has2, fps,
                     rotational_limit_in_use(a))
     return assemble(jnp.concatenate([jb1, jh1]), jnp.concatenate([jb2, jh2]),
                     jnp.concatenate([cb, ch]), cfm_w, [lim])
@@ -95,16 +130,10 @@ def slider(g, b: BodyPair, jp: JointParams, erp_w, cfm_w, fps):
     js2 = jnp.stack([jnp.concatenate([-p, ang_p]), jnp.concatenate([-q, ang_q])])
     ofs_vec = jnp.where(g.has2 > 0, b.pos2 - b.pos1 + jm.mm(r2, g.offset), g.offset - b.pos1)
     cs = k * jnp.stack([jm.mm(p, ofs_vec), jm.mm(q, ofs_vec)])
-    # attached world-first: ODE negates the limit/motor axis and the position
-    # its stops test (slider.cpp: dJOINT_REVERSE)
-    sgn = reverse_sign(g, ax1.dtype)
-    axl = ax1 * sgn
-    position = jm.mm(axl, (b.pos1 - b.pos2) - jm.mm(r2, g.offset))
-    rate = jm.mm(axl, b.vel1) - jm.mm(axl, b.vel2)
+    co = slider_coordinate(g, b)
     a = axis(jp.axes, 0)
     use = ((a.lo_stop > -jnp.inf) | (a.hi_stop < jnp.inf)) & (a.lo_stop <= a.hi_stop)
-    ltd = jnp.cross(0.5 * (b.pos2 - b.pos1), axl)
-    lim = limot_row(axl, False, position, rate, a, ltd, g.has2, fps, use)
+    lim = limot_row(co.axis, False, co.value, co.rate, a, co.ltd, g.has2, fps, use)
     return assemble(jnp.concatenate([jr1, js1]), jnp.concatenate([jr2, js2]),
                     jnp.concatenate([cr, cs]), cfm_w, [lim])
 

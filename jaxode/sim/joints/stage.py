@@ -16,6 +16,7 @@ import jax.numpy as jnp
 
 from jaxode.sim import joints
 from jaxode.sim import math as jm
+from jaxode.sim.joints import passive
 from jaxode.sim.constraint import Rows
 from jaxode.sim.records import Bodies
 from jaxode.types import Model, Params
@@ -61,10 +62,41 @@ def damping_wrench(g, b: Bodies, c: jax.Array):
     return jnp.concatenate([f, ltd], -1), jnp.concatenate([-f, ltd], -1) * g.has2[:, None]
 
 
+def _with_passive_row(g, bp, p: Params, fps, dtype, explicit: bool, jr):
+    """``jr`` (a group's rows, joint-major (J, m)) with each joint's passive row
+    appended (jaxode.sim.joints.passive: implicit damper + armature, m + 1 rows),
+    and the springs' wrenches (w1, w2) (J, 6) on body 1 and body 2."""
+    ids = g.ids
+
+    def first_axis(x):
+        return x[ids, 0].astype(dtype)
+
+    zero = jnp.zeros(ids.shape, dtype)
+    damping = zero if explicit or p.joint_damping is None else first_axis(p.joint_damping)
+    armature = zero if p.joint_armature is None else first_axis(p.joint_armature)
+    stiffness = zero if p.joint_stiffness is None else first_axis(p.joint_stiffness)
+    springref = zero if p.joint_springref is None else first_axis(p.joint_springref)
+    pr = jax.vmap(lambda gg, bb, a, d, k, q0: passive.row(g.type, gg, bb, a, d, k, q0, fps))(
+        g, bp, armature, damping, stiffness, springref)
+    inf = jnp.full(ids.shape + (1,), jnp.inf, dtype)
+    jr = jr._replace(
+        j1=jnp.concatenate([jr.j1, pr.j1[:, None].astype(jr.j1.dtype)], 1),
+        j2=jnp.concatenate([jr.j2, pr.j2[:, None].astype(jr.j2.dtype)], 1),
+        c=jnp.concatenate([jr.c, pr.c[:, None].astype(jr.c.dtype)], 1),
+        cfm=jnp.concatenate([jr.cfm, pr.cfm[:, None].astype(jr.cfm.dtype)], 1),
+        lo=jnp.concatenate([jr.lo, -inf.astype(jr.lo.dtype)], 1),
+        hi=jnp.concatenate([jr.hi, inf.astype(jr.hi.dtype)], 1),
+        active=jnp.concatenate([jr.active, pr.active[:, None]], 1))
+    return jr, pr.w1.astype(dtype), (pr.w2 * g.has2[:, None]).astype(dtype)
+
+
 def rows(model: Model, p: Params, b: Bodies) -> JointRowTables:
     """Rows of all joints (module docstring). Gazebo's joint friction (``joint_friction``
-    > 0) replaces the axis's motor by a zero-velocity one with fmax = friction, and
-    Gazebo's joint damping adds :func:`damping_wrench` to the joint wrench."""
+    > 0) replaces the axis's motor by a zero-velocity one with fmax = friction;
+    joint damping adds :func:`damping_wrench` to the joint wrench where the model
+    is built explicit (Gazebo's form), else it is the passive row's; with
+    ``Model.joint_passive`` each hinge and slider has one more row (implicit
+    damper and armature) and its spring's wrench (:mod:`jaxode.sim.joints.passive`)."""
     dtype = b.pos.dtype
     nb = b.pos.shape[0] - 1
     tables, layout = [], []
@@ -75,7 +107,8 @@ def rows(model: Model, p: Params, b: Bodies) -> JointRowTables:
             fr = p.joint_friction[g.ids]
             vel = jnp.where(fr > 0, 0.0, vel)
             fmax = jnp.where(fr > 0, fr, fmax)
-        if p.joint_damping is not None and g.type in DAMPED:
+        explicit = getattr(model, "joint_damping_explicit", True)
+        if p.joint_damping is not None and g.type in DAMPED and explicit:
             w1, w2 = damping_wrench(g, b, p.joint_damping[g.ids, 0].astype(dtype))
             extra = extra.at[g.body1].add(w1.astype(dtype)).at[g.body2].add(w2.astype(dtype))
         ax = joints.AxisParams(
@@ -92,6 +125,9 @@ def rows(model: Model, p: Params, b: Bodies) -> JointRowTables:
                              b.pos[g.body2], b.quat[g.body2], b.vel[g.body2], b.angvel[g.body2])
         jr = jax.vmap(lambda gg, bb, a: joints.joint_rows(g.type, gg, bb, a, p.erp, p.cfm, b.fps))(
             g, bp, jp)
+        if getattr(model, "joint_passive", False) and g.type in passive.PASSIVE:
+            jr, w1, w2 = _with_passive_row(g, bp, p, b.fps, dtype, explicit, jr)
+            extra = extra.at[g.body1].add(w1).at[g.body2].add(w2)
         nj, m = jr.c.shape
         layout.append((m, nj))
         extra = extra.at[g.body1].add(jr.extra1).at[g.body2].add(jr.extra2)
