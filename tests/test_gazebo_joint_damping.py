@@ -156,6 +156,9 @@ def run():
         warnings.simplefilter("error")  # every element of the scene is read
         b = jaxode.load_sdf(DAMP_TEST)
         bi = jaxode.load_sdf(IMPLICIT)
+    # Gazebo's explicit damping, as its ODE plugin applies it (jaxode's default is the
+    # implicit row: tests/test_joint_passive.py)
+    b.joint_damping = bi.joint_damping = "explicit"
     assert b.dt == DT
     with jax.enable_x64(True):
         model, mi = b.build(), bi.build()
@@ -278,10 +281,14 @@ def test_implicit_spring_damper_loader():
                                                          "that has limits"):
         ax = jaxode.load_sdf(limited).joints[0]["axes"][0]
     assert (ax["lo_stop"], ax["hi_stop"], ax["damping"]) == (-1.0, 1.0, C)
-    # without the implicit flag a spring is not simulated: warned
-    with pytest.warns(jaxode.JaxodeFormatWarning, match="joint springs are supported with"):
-        jaxode.load_sdf(DAMP_TEST.replace("<friction>0</friction>",
-                                          "<spring_stiffness>400</spring_stiffness>"))
+    # without the implicit flag the spring is Gazebo's explicit one (ApplyExplicit-
+    # StiffnessDamping): the axis's stiffness and reference
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ax = jaxode.load_sdf(DAMP_TEST.replace(
+            "<friction>0</friction>", "<spring_stiffness>400</spring_stiffness>"
+            "<spring_reference>0.25</spring_reference>")).joints[0]["axes"][0]
+    assert (ax["stiffness"], ax["springref"], ax["damping"]) == (400.0, 0.25, C)
 
 
 @pytest.mark.extended
@@ -292,6 +299,7 @@ def test_ode_reorder_matches_libode_closely():
     1500 steps agree to rounding (extended tier: one more compile)."""
     b = jaxode.load_sdf(DAMP_TEST)
     b.reorder = "ode"  # the WorldBuilder option (load_sdf builds with the default)
+    b.joint_damping = "explicit"  # Gazebo's form, as libode is driven here
     with jax.enable_x64(True):
         model = b.build()
         state = jax.jit(lambda s: jaxode.rollout(model, s, STEPS, DT)[0])(jaxode.init(model))

@@ -145,7 +145,13 @@ def test_option_bits_friction_and_warnings():
   <tendon><fixed name="t1"/><fixed name="t2"/></tendon>
 </mujoco>"""
     b, w = _load(xml)
-    assert b.dt == 0.005 and b.iterations == 7 and b.friction_model == "cone"
+    # 7 Newton iterations (MuJoCo's default solver) are not 7 PGS sweeps: QuickStep keeps
+    # MuJoCo's default count; with solver="PGS" the file's count is QuickStep's
+    assert b.dt == 0.005 and b.iterations == 100 and b.friction_model == "cone"
+    pgs, _ = _load(xml.replace('iterations="7"', 'iterations="7" solver="PGS"'))
+    assert pgs.iterations == 7
+    with pytest.raises(ValueError, match=r"solver must be Newton, CG or PGS \(got 'QP'\)"):
+        jaxode.load_mjcf(xml.replace('iterations="7"', 'solver="QP"'))
     np.testing.assert_array_equal(b.gravity, [0, 0, -3])
     g = {n: b.geoms[i] for n, i in b.mjcf_info["geoms"].items()}
     assert (g["g1"]["category"], g["g1"]["collide"]) == (2, 5)  # contype, conaffinity
@@ -157,8 +163,9 @@ def test_option_bits_friction_and_warnings():
     ms = RHO * 4 / 3 * math.pi * 0.1 ** 3
     assert b.bodies[b.mjcf_info["bodies"]["a"]]["mass"] == pytest.approx(2 * ms + me, rel=1e-12)
     assert b.hulls and np.allclose(b.hulls[0][1].radius, 0.3)
-    # one warning per name: the two damped joints warn once, the two tendons once
-    assert sum("joint damping" in m for m in w) == 1
+    # joint damping is read (the joints' own, no warning); the two tendons warn once
+    assert not any("damping" in m for m in w)
+    assert sorted(float(x) for x in np.asarray(b.build().params.joint_damping)[:, 0]) == [1.0, 2.0]
     assert sum("<tendon>" in m for m in w) == 1
     assert any("ellipsoid" in m for m in w)
 
@@ -236,19 +243,18 @@ def test_include_equality_and_actuators(tmp_path):
     # about j1's axis (world y) on l1; velocity 3 * 1 clamped to 1 N along x on l2.
     import jax
 
-    from jaxode.io.mjcf import apply_passive
-    # passive forces from a state where l1 turns at 2 rad/s about y (one compile for both)
-    spin = st.replace(angvel=st.angvel.at[info["bodies"]["l1"]].set(np.array([0.0, 2.0, 0.0])))
-    st, st0 = jax.jit(lambda s, s0, u: (apply_actuators(model, s, acts, u),
-                                        apply_passive(model, s0, info["passive"])))(
-        st, spin, np.array([1.0, 0.25, 1.0]))
+    st = jax.jit(lambda s, u: apply_actuators(model, s, acts, u))(st, np.array([1.0, 0.25, 1.0]))
     k1, k2 = info["bodies"]["l1"], info["bodies"]["l2"]
     np.testing.assert_allclose(np.asarray(st.torque[k1]) + np.asarray(st.torque[k2]),
                                [0, 0.6 + 2.5, 0], atol=1e-6)
     np.testing.assert_allclose(np.asarray(st.force[k2]), [1.0, 0, 0], atol=1e-6)
-    # passive: -stiffness (q - springref) - damping qdot, q = 0, qdot = 2 rad/s about y
-    np.testing.assert_allclose(np.asarray(st0.torque[k1]), [0, 4 * 0.5 - 0.3 * 2, 0], atol=1e-6)
-    assert [p.name for p in info["passive"]] == ["j1"]
+    # passive terms: j1's damping, stiffness and springref (radian: no conversion; ref 0)
+    # become the joint's own (the step's passive row and spring); j2 has none
+    p, j1, j2 = model.params, info["joints"]["j1"], info["joints"]["j2"]
+    assert model.joint_passive and not model.joint_damping_explicit
+    np.testing.assert_allclose([float(p.joint_damping[j1, 0]), float(p.joint_stiffness[j1, 0]),
+                                float(p.joint_springref[j1, 0])], [0.3, 4.0, 0.5], rtol=1e-7)
+    assert float(p.joint_damping[j2, 0]) == float(p.joint_stiffness[j2, 0]) == 0.0
     with pytest.raises(ValueError, match="ctrl must have 3 entries"):
         apply_actuators(model, st, acts, np.zeros(2))
 
@@ -325,14 +331,13 @@ def test_dm_control_suite_loads_and_matches_mujoco(tmp_path, monkeypatch):
 def _traj(xml, joints, dt, T, q0, ctrl, passive):
     """MuJoCo (Euler) and jaxode (x64) trajectories of the hinge/slide
     ``joints`` of dm_control's ``xml`` from qpos ``q0`` with constant
-    ``ctrl``; with ``passive`` jaxode applies the joint damping with
-    apply_passive, else MuJoCo's damping is set to 0."""
+    ``ctrl``; with ``passive`` both have the file's joint damping (jaxode's
+    implicit row), else it is set to 0 in both."""
     import jax
     import jax.numpy as jnp
     import mujoco
 
     from jaxode import joint_api as ja
-    from jaxode.io.mjcf import apply_passive
     path = [f for f in _suite_files() if f.endswith(xml)][0]
     m = mujoco.MjModel.from_xml_path(path)
     m.opt.integrator = mujoco.mjtIntegrator.mjINT_EULER  # the cart-pole asks for RK4
@@ -354,6 +359,9 @@ def _traj(xml, joints, dt, T, q0, ctrl, passive):
         b = jaxode.load_mjcf(path)
         info = b.mjcf_info
         model = b.build()
+        if not passive:
+            model = model.replace(params=model.params.replace(
+                joint_damping=0.0 * model.params.joint_damping))
         st = jaxode.init(model)
         pos, quat = np.array(st.pos), np.array(st.quat)
         for name, k in info["bodies"].items():  # start from MuJoCo's pose at q0
@@ -364,8 +372,6 @@ def _traj(xml, joints, dt, T, q0, ctrl, passive):
 
         def body(s, _):
             s = apply_actuators(model, s, info["actuators"], u)
-            if passive:
-                s = apply_passive(model, s, info["passive"])
             s = jaxode.step(model, s, dt)
             return s, jnp.stack([ja.hinge_angle(model, s, j) if t == "hinge"
                                  else ja.slider_position(model, s, j) for t, j in kinds])
@@ -415,13 +421,14 @@ def test_parent_filter_across_chains_and_excludes():
 
 @pytest.mark.extended
 def test_damped_pendulum_matches_mujoco():
-    """dm_control's pendulum (hinge damping 0.1 N m s, applied by
-    apply_passive) released 0.6 rad from hanging, 2 s: MuJoCo's Euler is
-    implicit in damping, jaxode's is explicit, both first order: difference
-    O(dt). Measured max |angle difference| 6.3e-4 rad at dt = 1 ms, 3.2e-4 at
-    0.5 ms (5e-5 at 1 ms when neither has damping). The damping matters: at
-    2 s the damped pendulum is 0.287 rad from hanging, the undamped 0.428.
-    Bound 2e-3 rad at 1 ms and a 1.6x decrease when dt halves."""
+    """dm_control's pendulum (hinge damping 0.1 N m s, jaxode's implicit
+    passive row as MuJoCo's Euler) released 0.6 rad from hanging, 2 s: both
+    first order in maximal and generalized coordinates: difference O(dt).
+    (With the explicit damping of earlier versions: 6.3e-4 rad at dt = 1 ms,
+    3.2e-4 at 0.5 ms; 5e-5 at 1 ms when neither has damping.) The damping
+    matters: at 2 s the damped pendulum is 0.287 rad from hanging, the
+    undamped 0.428. Bound 2e-3 rad at 1 ms and a 1.6x decrease when dt
+    halves."""
     pytest.importorskip("mujoco")
     q0 = np.array([math.pi - 0.6])  # q = 0 is the pole upright
     errs = []

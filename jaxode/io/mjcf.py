@@ -13,7 +13,8 @@ What is read (MuJoCo XML reference, "MJCF modeling" chapter):
   (nested, ``class`` and ``childclass``, the class ``main`` at the top).
 * ``<option>`` timestep -> ``builder.dt`` [s] (MuJoCo's default 0.002),
   gravity (default (0, 0, -9.81)), iterations -> QuickStep iterations
-  (default 100), cone pyramidal / elliptic -> friction_model "pyramid" /
+  (MuJoCo's default 100; with solver="PGS" the file's count, with Newton or CG
+  at least 100: one Newton iteration is a whole solve, not a sweep), cone pyramidal / elliptic -> friction_model "pyramid" /
   "cone", ``<flag contact="disable">`` -> no geom collides,
   ``gravity="disable"`` -> zero gravity. integrator: MuJoCo's default Euler is
   semi-implicit like ODE's step; RK4 / implicit are warned (jaxode steps ODE's
@@ -38,10 +39,10 @@ What is read (MuJoCo XML reference, "MJCF modeling" chapter):
   range -> stops when limited (autolimits), shifted by ``ref`` (ODE's angle is
   zero at the build pose, MuJoCo's qpos0 is ref); frictionloss -> an ODE
   joint motor with vel 0 and fmax = frictionloss (dry friction, as Gazebo's
-  ``<friction>``); damping, stiffness and springref -> :class:`Passive`
-  records in ``mjcf_info["passive"]`` that :func:`apply_passive` turns into
-  joint torques each step (explicit; ODE has no joint springs or dampers),
-  with a warning saying so; armature warned (no ODE counterpart).
+  ``<friction>``); damping, armature, stiffness and springref -> the joint's
+  damping, armature, stiffness and springref (jaxode.sim.joints.passive: an
+  implicit damper and armature row and an explicit spring, MuJoCo's Euler;
+  hinge and slide joints, ball warned).
 * Geoms: plane (static: normal = geom z), sphere, capsule and cylinder (size
   or fromto), box, ellipsoid (approximated by the convex hull of 42 points of
   its surface; the mass is the exact ellipsoid's), mesh (convex hull, as
@@ -71,7 +72,7 @@ attributes listed above are warned once per name.
 ``intermediates`` (name -> ODE bodies between it and its parent),
 ``joints`` (name -> ODE joint index), ``joint_ref`` (name -> MuJoCo ref),
 ``geoms`` (name -> geom index), ``visual_geoms`` (names of the geoms left
-out), ``actuators`` (name -> Actuator), ``passive`` (Passive records) and
+out), ``actuators`` (name -> Actuator) and
 ``unsupported`` (tag, line, why).
 """
 from __future__ import annotations
@@ -124,21 +125,6 @@ class Actuator:
     bias: tuple
     ctrlrange: Optional[tuple]
     forcerange: Optional[tuple]
-
-
-@dataclasses.dataclass(frozen=True)
-class Passive:
-    """MuJoCo's passive joint force on a hinge or slide joint:
-    ``-stiffness (q - springref) - damping qdot`` [N m or N] with q = ref + ODE
-    angle/position (springref in rad or m)."""
-
-    name: str
-    joint: int
-    joint_type: str
-    ref: float
-    damping: float
-    stiffness: float
-    springref: float
 
 
 class _Rep(Reporter):
@@ -194,7 +180,7 @@ class _Loader:
         self.hfields: dict[str, Node] = {}
         self.contact_off = False
         self.info = dict(bodies={}, frames={}, intermediates={}, joints={}, joint_ref={},
-                         joint_type={}, geoms={}, visual_geoms=[], actuators={}, passive=[],
+                         joint_type={}, geoms={}, visual_geoms=[], actuators={},
                          unsupported=rep.unsupported)
         self.visual_geoms = False
 
@@ -373,7 +359,13 @@ class _Loader:
         it = self.scalar(node, "iterations", cls, DEFAULT_ITERATIONS)
         if it != int(it) or it < 1:
             raise rep.error(node, f"iterations must be an integer >= 1 (got {it})")
-        o["iterations"] = int(it)
+        solver = node.attrib.get("solver", "Newton")
+        if solver not in ("Newton", "CG", "PGS"):
+            raise rep.error(node, f"solver must be Newton, CG or PGS (got {solver!r})")
+        # MuJoCo's PGS iterations are sweeps as QuickStep's; a Newton or CG iteration
+        # is a whole (line-searched) solve that PGS needs many sweeps to match, so a
+        # count such as Brax's 4 keeps QuickStep at MuJoCo's default count (100)
+        o["iterations"] = int(it) if solver == "PGS" else max(int(it), DEFAULT_ITERATIONS)
         cone = node.attrib.get("cone", "pyramidal")
         if cone not in ("pyramidal", "elliptic"):
             raise rep.error(node, f"cone must be pyramidal or elliptic (got {cone!r})")
@@ -386,7 +378,7 @@ class _Loader:
             if float(node.attrib.get(k, "0") or 0) != 0:
                 rep.warn(node, f"fluid {k} has no ODE counterpart, ignored", key=f"option {k}")
         for k in ("impratio", "tolerance", "noslip_iterations", "noslip_tolerance", "ls_iterations",
-                  "ls_tolerance", "ccd_iterations", "solver", "jacobian", "wind", "magnetic",
+                  "ls_tolerance", "ccd_iterations", "jacobian", "wind", "magnetic",
                   "o_margin", "o_solref", "o_solimp", "o_friction", "sdf_iterations",
                   "sdf_initpoints", "apirate", "mpr_iterations", "mpr_tolerance"):
             if k in node.attrib:
@@ -949,16 +941,21 @@ def load_mjcf(path_or_string, builder: Optional[WorldBuilder] = None,
             stiffness = ld.scalar(jn, "stiffness", cls, 0.0)
             springref = ld.scalar(jn, "springref", cls, 0.0)
             springref = ld.angle(springref) if jtype == "hinge" else springref
-            if (damping != 0 or stiffness != 0) and jtype == "ball":
-                rep.warn(jn, "ball joint damping/stiffness is not supported, ignored",
-                         key="ball passive")
-            elif damping != 0 or stiffness != 0:
-                rep.warn(jn, "joint damping/stiffness: ODE has none; apply them each step with "
-                             "jaxode.io.mjcf.apply_passive (explicit, MuJoCo's Euler is implicit "
-                             "in damping)", key="joint passive")
-            if ld.scalar(jn, "armature", cls, 0.0) != 0:
-                rep.warn(jn, "joint armature has no ODE counterpart, ignored",
-                         key="joint armature")
+            armature = ld.scalar(jn, "armature", cls, 0.0)
+            for key, v in (("damping", damping), ("stiffness", stiffness),
+                           ("armature", armature)):
+                if v < 0:
+                    raise rep.error(jn, f"{key} must be >= 0 (got {v!r})")
+            if jtype == "ball":
+                if damping != 0 or stiffness != 0 or armature != 0:
+                    rep.warn(jn, "ball joint damping/stiffness/armature is not supported "
+                                 "(hinge and slide joints only), ignored", key="ball passive")
+            else:
+                # MuJoCo's joint-space terms as jaxode's passive row (implicit damper +
+                # armature) and spring; the spring's reference in the ODE angle, which is
+                # MuJoCo's q minus ref
+                params.update(damping=damping, armature=armature, stiffness=stiffness,
+                              springref=springref - ref if stiffness != 0 else 0.0)
             for key in ("solreflimit", "solimplimit", "solreffriction", "solimpfriction",
                         "margin"):
                 v = ld.attr(jn, key, cls)
@@ -977,9 +974,6 @@ def load_mjcf(path_or_string, builder: Optional[WorldBuilder] = None,
             info["joints"][jname] = ji
             info["joint_ref"][jname] = ref
             info["joint_type"][jname] = jtype
-            if (damping != 0 or stiffness != 0) and jtype != "ball":
-                info["passive"].append(Passive(jname, ji, jtype, ref, damping, stiffness,
-                                               springref))
 
     # ---- equality, actuators, the rest
     names = {r["name"]: i for i, r in enumerate(bodies)}
@@ -1146,20 +1140,6 @@ def _add_joint_force(model, state, joint_type: str, joint: int, f):
     if joint_type == "hinge":
         return ja.add_hinge_torque(model, state, joint, f)
     return ja.add_slider_force(model, state, joint, f)
-
-
-def apply_passive(model, state, passive):
-    """Add MuJoCo's joint springs and dampers (``builder.mjcf_info["passive"]``,
-    :class:`Passive` records) as joint torques/forces, ``-stiffness (q -
-    springref) - damping qdot``, to ``state``; call before each
-    ``jaxode.step``. Explicit: stable while ``damping dt`` is small against the
-    joint's effective inertia (MuJoCo's Euler treats damping implicitly; its
-    trajectories agree to O(dt)). Traced (jit / vmap friendly)."""
-    for p in passive:
-        q, qd = _q_qd(model, state, p.joint_type, p.joint, p.ref)
-        state = _add_joint_force(model, state, p.joint_type, p.joint,
-                                 -p.stiffness * (q - p.springref) - p.damping * qd)
-    return state
 
 
 def apply_actuators(model, state, actuators, ctrl):

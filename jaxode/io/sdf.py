@@ -54,9 +54,12 @@
   are recorded in ``builder.sdf_info["joint_limits"]`` only: Gazebo's ODE
   plugin uses them to clamp commanded forces, not as a motor.
   ``<dynamics><friction>`` -> motor with vel 0 and fmax = friction (as
-  Gazebo's ODE plugin); ``<dynamics><damping>`` -> ``damping``
-  (revolute and prismatic; Gazebo's explicit -|damping| * rate, other joint
-  types are warned); with the joint's ``<physics><ode><implicit_spring_damper>``
+  Gazebo's ODE plugin); ``<dynamics><damping>`` -> ``damping`` (revolute
+  and prismatic, other joint types are warned; -|damping| * rate, implicit by
+  default, stable for any damping; Gazebo's explicit form, the start-of-step
+  rate, with ``builder.joint_damping = "explicit"`` before ``build()``);
+  ``<spring_stiffness>`` / ``<spring_reference>`` -> ``stiffness`` /
+  ``springref`` (Gazebo's ApplyExplicitStiffnessDamping spring); with the joint's ``<physics><ode><implicit_spring_damper>``
   (or SDF 1.4's ``<cfm_damping>``) true, Gazebo's implicit spring-damper
   instead: the axis's limit row pinned at ``<spring_reference>`` with stop
   erp/cfm from ``<spring_stiffness>`` and ``<damping>`` (``_Loader.implicit_spring``;
@@ -723,9 +726,15 @@ class _Loader:
                                                   "not supported (revolute and prismatic only), "
                                                   "ignored", key="joint damping")
                 if kp != 0 and suf not in springs:
-                    rep.warn(dyn.find("spring_stiffness"), "joint springs are supported with "
-                                                           "<physics><ode><implicit_spring_damper> "
-                                                           "only (revolute and prismatic), ignored")
+                    if not one_axis:
+                        rep.warn(dyn.find("spring_stiffness"), f"joint springs of a {jtype} "
+                                 f"joint's {tag} are not supported (revolute and prismatic "
+                                 "only), ignored", key="joint spring")
+                    elif kp < 0:
+                        raise rep.error(dyn.find("spring_stiffness"),
+                                        f"spring_stiffness must be >= 0 (got {kp})")
+                    else:
+                        params["stiffness"], params["springref"] = kp, ref
                 self.skip(dyn, ("friction", "damping", "spring_stiffness", "spring_reference"))
             self.skip(ax, ("xyz", "limit", "dynamics", "use_parent_model_frame"))
         scal = {}

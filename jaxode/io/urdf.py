@@ -41,8 +41,10 @@ line numbers for errors and warnings):
   plane is the world's z = 0 plane on a static parent, else a clear error). ``<origin>``: the child link frame in the parent's;
   ``<axis xyz>`` in the joint (= child link) frame, default (1, 0, 0).
   ``<dynamics friction>`` -> a motor with vel 0 and fmax = friction (as
-  Gazebo's ODE plugin); ``damping`` -> ``damping`` (Gazebo's
-  explicit -|damping| * rate; revolute, continuous and prismatic joints).
+  Gazebo's ODE plugin); ``damping`` -> ``damping`` (-|damping| * rate,
+  implicit: stable for any damping and link inertia; Gazebo's explicit form
+  with ``builder.joint_damping = "explicit"``; revolute, continuous and
+  prismatic joints).
   ``<limit effort velocity>``: recorded in ``builder.urdf_info["limits"]``; with
   ``motors=True`` every actuated joint gets a velocity motor (vel 0, fmax =
   effort, like PyBullet's default motors): command it by setting
