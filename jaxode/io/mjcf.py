@@ -336,6 +336,11 @@ class _Loader:
             raise self.rep.error(node, "a nested <default> needs a class attribute")
         if name in self.defaults and not top:
             raise self.rep.error(node, f"duplicate default class {name!r}")
+        if top:
+            # another top-level <default> (a second one, or one from an <include>) adds to
+            # class main, as MuJoCo's reader does; classes defined earlier keep what they
+            # copied from main then
+            parent = self.defaults["main"]
         d = {tag: dict(v) for tag, v in parent.items()}
         for c in node.children:
             if c.tag != "default":
@@ -790,6 +795,12 @@ def load_mjcf(path_or_string, builder: Optional[WorldBuilder] = None,
         raise rep.error(root, "needs a <worldbody>")
 
     # ---- masses of each MJCF body in its own frame
+    # welded to the world (no joint up to it): static, its inertia never used (MuJoCo
+    # accepts a zero or singular one there)
+    welded = [True] * len(bodies)
+    for i, r in enumerate(bodies):
+        if i > 0:
+            welded[i] = welded[r["parent"]] and not r["joints"]
     for i, r in enumerate(bodies):
         shapes = []
         for g, cls, T_rel in r["geoms"]:
@@ -821,7 +832,8 @@ def load_mjcf(path_or_string, builder: Optional[WorldBuilder] = None,
                 try:
                     m = _mass_in(mass_lib.from_inertia(mv, I), T_rel @ ld.local(node, "main"))
                 except ValueError as e:
-                    raise rep.error(node, str(e)) from None
+                    if not welded[i]:
+                        raise rep.error(node, str(e)) from None
         elif i > 0:
             for g, cls, gtype, size, pts, T_g in shapes:
                 try:

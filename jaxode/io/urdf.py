@@ -125,9 +125,9 @@ def _package_dirs(package_dirs) -> list:
 def _resolve_mesh(uri: str, base: str, pkgs: list) -> tuple[Optional[str], list]:
     """The file a mesh ``filename`` names, and the paths tried. ``package://P/rest``:
     {P: dir} -> dir/rest; each listed dir d -> d/P/rest, d/rest; then, as
-    PyBullet, the URDF's folder: base/P/rest, base/rest. ``file://`` or an
-    absolute path as is; a relative path against the URDF's folder, then the
-    listed dirs."""
+    PyBullet, the URDF's folder: base/P/rest, base/rest. An absolute path (or
+    ``file:///abs``) as is; a relative one (also ``file://rel``) against the
+    URDF's folder, then the listed dirs."""
     tried = []
     if uri.startswith("package://"):
         rest = uri[len("package://"):]
@@ -139,13 +139,15 @@ def _resolve_mesh(uri: str, base: str, pkgs: list) -> tuple[Optional[str], list]
             else:
                 tried += [os.path.join(d, rest), os.path.join(d, sub)]
         tried += [os.path.join(base, rest), os.path.join(base, sub)]
-    elif uri.startswith("file://"):
-        tried.append(uri[len("file://"):])
-    elif os.path.isabs(uri):
-        tried.append(uri)
     else:
-        tried.append(os.path.join(base, uri))
-        tried += [os.path.join(d, uri) for _, d in pkgs]
+        # file:///abs/path is absolute; file://meshes/x.stl (gym-ignition's panda) is a
+        # path relative to the URDF, as a bare relative path
+        path = uri[len("file://"):] if uri.startswith("file://") else uri
+        if os.path.isabs(path):
+            tried.append(path)
+        else:
+            tried.append(os.path.join(base, path))
+            tried += [os.path.join(d, path) for _, d in pkgs]
     for t in tried:
         if os.path.isfile(t):
             return t, tried
