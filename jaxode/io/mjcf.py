@@ -72,7 +72,8 @@ attributes listed above are warned once per name.
 ``intermediates`` (name -> ODE bodies between it and its parent),
 ``joints`` (name -> ODE joint index), ``joint_ref`` (name -> MuJoCo ref),
 ``geoms`` (name -> geom index), ``visual_geoms`` (names of the geoms left
-out), ``actuators`` (name -> Actuator) and
+out), ``actuators`` (name -> Actuator), ``coordinates`` (MuJoCo's qpos / qvel
+layout: :class:`jaxode.tools.coordinates.Coordinates`) and
 ``unsupported`` (tag, line, why).
 """
 from __future__ import annotations
@@ -88,6 +89,7 @@ from jaxode.build import mass as mass_lib
 from jaxode.build.builder import WorldBuilder, _quat_to_mat
 from jaxode.build.surface import Surface
 from jaxode.io.xml_util import Node, Reporter, inv, mat_to_quat, parse
+from jaxode.tools import coordinates
 
 #: Share of a body's mass and inertia given to each intermediate ODE body
 #: when one MJCF body has several joints (ODE bodies need positive mass).
@@ -907,6 +909,12 @@ def load_mjcf(path_or_string, builder: Optional[WorldBuilder] = None,
                 info["geoms"][g.attrib.get("name", f"geom{gi}")] = gi
 
     # ---- joints
+    coords = []  # (name, coordinates.Joint) in MuJoCo's qpos order
+
+    def ode_pose(k):
+        return (None, None) if k is None else (
+            np.asarray(b.bodies[k]["pos"], np.float64), _quat_to_mat(b.bodies[k]["quat"]))
+
     for i, r in enumerate(bodies):
         if i == 0 or group[i] != i:
             continue
@@ -923,6 +931,11 @@ def load_mjcf(path_or_string, builder: Optional[WorldBuilder] = None,
                 if parent is not None:
                     raise rep.error(jn, "a free joint needs a body whose parent is the world "
                                         "(MuJoCo: free joints only at the top level)")
+                pc, Rc = ode_pose(ode_body[i])
+                com = r["T"][:3, :3].T @ (pc - r["T"][:3, 3])
+                coords.append((jname, coordinates.joint_record(
+                    "free", ode_body[i], None, 0.0, pc, (0.0, 0.0, 1.0), pc, Rc, None, None,
+                    com=com)))
                 continue
             if jtype not in ("hinge", "slide", "ball"):
                 raise rep.error(jn, f"unknown joint type {jtype!r} (hinge, slide, ball, free)")
@@ -986,6 +999,12 @@ def load_mjcf(path_or_string, builder: Optional[WorldBuilder] = None,
             info["joints"][jname] = ji
             info["joint_ref"][jname] = ref
             info["joint_type"][jname] = jtype
+            pc, Rc = ode_pose(child)
+            pp, Rp = ode_pose(par)
+            coords.append((jname, coordinates.joint_record(
+                jtype, child, par, ref if jtype != "ball" else 0.0, anchor, axis, pc, Rc, pp, Rp)))
+    info["coordinates"] = coordinates.Coordinates(tuple(c for _, c in coords),
+                                                  tuple(n for n, _ in coords))
 
     # ---- equality, actuators, the rest
     names = {r["name"]: i for i, r in enumerate(bodies)}
