@@ -232,3 +232,58 @@ def test_passive_values_without_rows_are_refused():
     s = jaxode.step(model, jaxode.init(model), H, params=p)
     # (m + a) v' = -h m g: the armature halves the first step's fall
     assert abs(float(s.vel[0, 2]) - (-H * 9.81 / 2)) < 1e-6
+
+
+SERVO = """<mujoco>
+  <compiler angle="radian"/>
+  <option timestep="0.01" gravity="0 0 0" integrator="implicitfast"><flag contact="disable"/></option>
+  <worldbody>
+    <body name="a" pos="0 0 1">
+      <joint name="j" axis="0 0 1" armature="0.01" range="-0.5 1.5"/>
+      <geom type="box" size="0.05 0.02 0.01" mass="0.05"/>
+    </body>
+  </worldbody>
+  <actuator><position name="p" joint="j" kp="75" dampratio="1.2" gear="1.5" inheritrange="0.8"/>
+  </actuator>
+</mujoco>"""
+
+
+def test_position_servo_dampratio_inheritrange_and_implicit_kv_follow_mujoco():
+    """A light hinge (booster_t1's kind of servo: kp 75 on a 50 g link) driven by a
+    position actuator with gear, dampratio and inheritrange: the compiled kv
+    (MuJoCo's biasprm[2]) and ctrlrange equal MuJoCo's, and with the servo's kv
+    as the joint's implicit damping the hinge follows MuJoCo's implicitfast (the
+    velocity term implicit, the position term explicit) to 1e-9 over 100 steps,
+    to its target ctrl / gear."""
+    mujoco = pytest.importorskip("mujoco")
+    from jaxode.io.mjcf import apply_actuators
+    m = mujoco.MjModel.from_xml_string(SERVO)
+    d = mujoco.MjData(m)
+    with jax.enable_x64(True), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        b = jaxode.load_mjcf(SERVO)
+        info = b.mjcf_info
+        hb = info["bodies"]["a"]
+        b.bodies[hb]["finite_rotation"] = True
+        act = info["actuators"]["p"]
+        np.testing.assert_allclose(act.ctrlrange, m.actuator_ctrlrange[0], rtol=1e-12)
+        model = b.build()
+        j = info["joints"]["j"]
+        kv = -m.actuator_biasprm[0, 2]
+        assert kv > 0 and act.bias[2] == 0.0
+        np.testing.assert_allclose(float(model.params.joint_damping[j, 0]), 1.5 ** 2 * kv,
+                                   rtol=1e-6)
+        u = 1.0  # inside the inherited ctrlrange (-0.3, 1.3)
+        d.ctrl[0] = u
+        ref = []
+        for _ in range(100):
+            mujoco.mj_step(m, d)
+            ref.append(d.qpos[0])
+
+        def body(s, _):
+            s = jaxode.step(model, apply_actuators(model, s, info["actuators"], jnp.array([u])), 0.01)
+            return s, ja.hinge_angle(model, s, j)
+
+        _, q = jax.jit(lambda s: jax.lax.scan(body, s, None, length=100))(jaxode.init(model))
+    np.testing.assert_allclose(np.asarray(q), ref, atol=1e-9)
+    assert abs(ref[-1] - u / 1.5) < 1e-3  # at the target: actuator length gear * q = ctrl

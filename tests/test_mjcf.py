@@ -249,12 +249,14 @@ def test_include_equality_and_actuators(tmp_path):
                                [0, 0.6 + 2.5, 0], atol=1e-6)
     np.testing.assert_allclose(np.asarray(st.force[k2]), [1.0, 0, 0], atol=1e-6)
     # passive terms: j1's damping, stiffness and springref (radian: no conversion; ref 0)
-    # become the joint's own (the step's passive row and spring); j2 has none
+    # become the joint's own (the step's passive row and spring); j2's damping is its
+    # velocity servo's kv (gear 1), which leaves the actuator's explicit force
     p, j1, j2 = model.params, info["joints"]["j1"], info["joints"]["j2"]
     assert model.joint_passive and not model.joint_damping_explicit
     np.testing.assert_allclose([float(p.joint_damping[j1, 0]), float(p.joint_stiffness[j1, 0]),
                                 float(p.joint_springref[j1, 0])], [0.3, 4.0, 0.5], rtol=1e-7)
-    assert float(p.joint_damping[j2, 0]) == float(p.joint_stiffness[j2, 0]) == 0.0
+    assert float(p.joint_damping[j2, 0]) == 3.0 and float(p.joint_stiffness[j2, 0]) == 0.0
+    assert acts["v"].bias == (0.0, 0.0, 0.0)
     with pytest.raises(ValueError, match="ctrl must have 3 entries"):
         apply_actuators(model, st, acts, np.zeros(2))
 

@@ -114,8 +114,12 @@ class Actuator:
     kind: "motor", "position", "velocity" or "general"; joint: ODE joint
     index; joint_type: "hinge" or "slide"; ref: MuJoCo's joint ref (q = ref +
     ODE angle); gear: the transmission's first gear; gain, bias (b0, b1, b2):
-    MuJoCo's gainprm[0] and biasprm[:3]; ctrlrange / forcerange: (lo, hi) or
-    None (unlimited)."""
+    MuJoCo's gainprm[0] and biasprm[:3], except that a damping b2 < 0 (a servo's
+    kv, dampratio's included) is moved into the joint's implicit damping
+    (gear^2 * -b2: MuJoCo's implicitfast treatment, stable for any kv; outside
+    forcerange's clamp) and b2 here is 0; ctrlrange / forcerange: (lo, hi) or
+    None (unlimited); a position actuator's inheritrange sets ctrlrange from the
+    joint's range."""
 
     name: str
     kind: str
@@ -182,7 +186,7 @@ class _Loader:
         self.hfields: dict[str, Node] = {}
         self.contact_off = False
         self.info = dict(bodies={}, frames={}, intermediates={}, joints={}, joint_ref={},
-                         joint_type={}, geoms={}, visual_geoms=[], actuators={},
+                         joint_type={}, joint_range={}, geoms={}, visual_geoms=[], actuators={},
                          unsupported=rep.unsupported)
         self.visual_geoms = False
 
@@ -956,6 +960,7 @@ def load_mjcf(path_or_string, builder: Optional[WorldBuilder] = None,
                 if lo > hi:
                     raise rep.error(jn, f"range must have lower <= upper (got {tuple(rng)})")
                 params["lo_stop"], params["hi_stop"] = lo - ref, hi - ref
+                ld.info["joint_range"][jname] = (lo, hi)
             elif limited and jtype == "ball":
                 rep.warn(jn, "ball joint range is not supported (ODE's ball has no stops), "
                              "ignored", key="ball range")
@@ -1014,7 +1019,7 @@ def load_mjcf(path_or_string, builder: Optional[WorldBuilder] = None,
             _equality(ld, b, e, bodies, names, group, ode_body)
     for act in root.findall("actuator"):
         for a in act.children:
-            _actuator(ld, a, info)
+            _actuator(ld, a, info, b)
     for tag in ("tendon", "sensor"):
         for n in root.findall(tag):
             for c in n.children:
@@ -1083,7 +1088,24 @@ def _equality(ld: _Loader, b: WorldBuilder, e: Node, bodies, names, group, ode_b
     ld.info["joints"][e.attrib.get("name", f"equality{ji}")] = ji
 
 
-def _actuator(ld: _Loader, a: Node, info: dict) -> None:
+def _inverse_weights(info: dict, b: WorldBuilder) -> np.ndarray:
+    """MuJoCo's dof_invweight0 of hinge and slide dofs: the diagonal of M^-1 at qpos0
+    (the build pose), M the joint-space inertia with the joints' armature."""
+    if "_invweight" not in info:
+        co = info["coordinates"]
+        arm = np.zeros(co.nv)
+        for name, j in zip(co.names, co.joints):
+            if j.kind in ("hinge", "slide"):
+                arm[co.dof_address(name)] = b.joints[info["joints"][name]]["axes"][0]["armature"]
+        bb = b.bodies
+        M = co.mass_matrix(np.array([x["pos"] for x in bb]), np.array([x["quat"] for x in bb]),
+                           np.array([x["mass"] for x in bb]), np.array([x["inertia"] for x in bb]),
+                           arm)
+        info["_invweight"] = np.diag(np.linalg.inv(M))
+    return info["_invweight"]
+
+
+def _actuator(ld: _Loader, a: Node, info: dict, b: WorldBuilder) -> None:
     rep = ld.rep
     if a.tag not in ("motor", "position", "velocity", "general"):
         rep.warn(a, f"actuator <{a.tag}> is not supported, ignored", key=f"actuator {a.tag}")
@@ -1125,6 +1147,14 @@ def _actuator(ld: _Loader, a: Node, info: dict) -> None:
     elif a.tag == "position":
         kp = nums("kp", (1.0,))[0]
         kv = nums("kv", (0.0,))[0]
+        dr = nums("dampratio", (0.0,))[0]
+        if dr != 0:
+            if kv != 0:
+                raise rep.error(a, "kv and dampratio cannot both be set (MuJoCo: one or the other)")
+            # MuJoCo's compiler: kv = 2 dampratio sqrt(kp m), m the reflected inertia
+            # 1 / (gear^2 dof_invweight0) of the joint at qpos0
+            w = _inverse_weights(info, b)[info["coordinates"].dof_address(jname)]
+            kv = 2.0 * dr * math.sqrt(kp / (gear * gear * w))
         gain, bias = kp, (0.0, -kp, -kv)
     elif a.tag == "velocity":
         kv = nums("kv", (1.0,))[0]
@@ -1150,10 +1180,28 @@ def _actuator(ld: _Loader, a: Node, info: dict) -> None:
             raise rep.error(a, f"{key} needs 2 numbers when limited (got {r})")
         return (r[0], r[1]) if on else None
 
+    ctrlrange = rng("ctrlrange")
+    ir = nums("inheritrange", (0.0,))[0] if a.tag == "position" else 0.0
+    if ir > 0:
+        if ctrlrange is not None:
+            raise rep.error(a, "ctrlrange and inheritrange cannot both be set")
+        if jname not in info["joint_range"]:
+            raise rep.error(a, f"inheritrange needs joint {jname!r} to have a range")
+        lo, hi = info["joint_range"][jname]
+        c, half = 0.5 * (lo + hi), 0.5 * ir * (hi - lo)
+        ctrlrange = (c - half, c + half)
+    # the velocity term b2 qdot (kv of a position or velocity servo) as the joint's
+    # implicit damping (gear^2 * -b2), as MuJoCo's implicitfast integrator treats it: an
+    # explicit kv diverges once h kv exceeds twice the joint's inertia
+    ji = info["joints"][jname]
+    if bias[2] < 0:
+        ax = b.joints[ji]["axes"][0]
+        ax["damping"] = float(ax["damping"]) + gear * gear * -float(bias[2])
+        bias = (bias[0], bias[1], 0.0)
     info["actuators"][a.attrib.get("name", f"actuator{len(info['actuators'])}")] = Actuator(
-        name=a.attrib.get("name", ""), kind=a.tag, joint=info["joints"][jname],
+        name=a.attrib.get("name", ""), kind=a.tag, joint=ji,
         joint_type=info["joint_type"][jname], ref=info["joint_ref"][jname], gear=gear,
-        gain=float(gain), bias=tuple(float(x) for x in bias), ctrlrange=rng("ctrlrange"),
+        gain=float(gain), bias=tuple(float(x) for x in bias), ctrlrange=ctrlrange,
         forcerange=rng("forcerange"))
 
 
@@ -1178,9 +1226,10 @@ def apply_actuators(model, state, actuators, ctrl):
     ``ctrl`` (one per actuator, in the order of ``actuators``, a list or the
     dict ``builder.mjcf_info["actuators"]``) to ``state``; call before each
     ``jaxode.step``. MuJoCo's model: ``ctrl`` clamped to ctrlrange, actuator
-    force ``gain * ctrl + b0 + b1 * q + b2 * qdot`` (q = ref + ODE angle or
-    position, qdot its rate) clamped to forcerange, joint force = gear *
-    force. Traced (jit / vmap friendly)."""
+    force ``gain * ctrl + b0 + b1 * l + b2 * ldot`` (the actuator's length l =
+    gear * q, q = ref + ODE angle or position, ldot its rate) clamped to
+    forcerange, joint force = gear * force (a servo's kv is the joint's implicit
+    damping instead: :class:`Actuator`). Traced (jit / vmap friendly)."""
     import jax.numpy as jnp
 
     acts = list(actuators.values()) if isinstance(actuators, dict) else list(actuators)
@@ -1193,7 +1242,8 @@ def apply_actuators(model, state, actuators, ctrl):
         if act.ctrlrange is not None:
             u = jnp.clip(u, act.ctrlrange[0], act.ctrlrange[1])
         q, qd = _q_qd(model, state, act.joint_type, act.joint, act.ref)
-        f = act.gain * u + act.bias[0] + act.bias[1] * q + act.bias[2] * qd
+        # MuJoCo's bias acts on the actuator's length and velocity: gear * q, gear * qdot
+        f = act.gain * u + act.bias[0] + act.bias[1] * (act.gear * q) + act.bias[2] * (act.gear * qd)
         if act.forcerange is not None:
             f = jnp.clip(f, act.forcerange[0], act.forcerange[1])
         state = _add_joint_force(model, state, act.joint_type, act.joint, act.gear * f)

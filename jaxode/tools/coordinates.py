@@ -141,8 +141,14 @@ class Coordinates:
             jnp.asarray(qvel, state.pos.dtype)
         if qvel.shape != (self.nv,):
             raise ValueError(f"qvel must have shape ({self.nv},) (got {qvel.shape})")
-        pos, quat, vel, angvel = state.pos, state.quat, state.vel, state.angvel
-        dt = state.pos.dtype
+        pos, quat, vel, angvel = self._forward(state.pos, state.quat, state.vel,
+                                               state.angvel, qpos, qvel)
+        return state.replace(pos=pos, quat=quat, vel=vel, angvel=angvel)
+
+    def _forward(self, pos, quat, vel, angvel, qpos, qvel):
+        """Forward kinematics: the bodies' (pos, quat, vel, angvel) (nbody, ...)
+        with the joints' children set from qpos and qvel (see :meth:`set`)."""
+        dt = pos.dtype
         iq = iv = 0
         for j in self.joints:
             q = qpos[iq:iq + NQ[j.kind]]
@@ -187,7 +193,49 @@ class Coordinates:
                     vc = vc + jnp.cross(w_joint, xc - anchor_w)
             pos, quat = pos.at[j.child].set(xc), quat.at[j.child].set(qc)
             vel, angvel = vel.at[j.child].set(vc), angvel.at[j.child].set(wc)
-        return state.replace(pos=pos, quat=quat, vel=vel, angvel=angvel)
+        return pos, quat, vel, angvel
+
+    def mass_matrix(self, pos, quat, mass, inertia, armature=None) -> np.ndarray:
+        """(nv, nv) MuJoCo's joint-space inertia matrix M at the pose (pos (nbody, 3),
+        quat (nbody, 4): the bodies placed by these joints) of bodies of ``mass``
+        (nbody,) [kg] and body-frame ``inertia`` (nbody, 3, 3) [kg m^2] about their
+        centres, plus ``armature`` (nv,) on the diagonal: ``sum_b m_b Jv_b^T Jv_b
+        + Jw_b^T I_b Jw_b``, the bodies' Jacobians from unit qvel (host side, numpy;
+        for the compiler-time quantities MuJoCo derives from M at qpos0)."""
+        pos = jnp.asarray(pos, jnp.float32 if not _x64() else jnp.float64)
+        quat = jnp.asarray(quat, pos.dtype)
+        zero = jnp.zeros_like(pos)
+        q0 = self.qpos(_Pose(pos, quat, zero, zero))
+        cols = [self._forward(pos, quat, zero, zero, q0, jnp.eye(self.nv, dtype=pos.dtype)[k])
+                for k in range(self.nv)]
+        jv = np.stack([np.asarray(c[2], np.float64) for c in cols], -1)  # (nbody, 3, nv)
+        jw = np.stack([np.asarray(c[3], np.float64) for c in cols], -1)
+        R = np.stack([np.asarray(jm.quat_to_mat(q), np.float64) for q in quat])
+        Iw = np.einsum("bij,bjk,blk->bil", R, np.asarray(inertia, np.float64), R)
+        m = np.asarray(mass, np.float64)
+        M = np.einsum("b,bin,bim->nm", m, jv, jv) + np.einsum("bin,bij,bjm->nm", jw, Iw, jw)
+        if armature is not None:
+            M = M + np.diag(np.asarray(armature, np.float64))
+        return M
+
+    def dof_address(self, name: str) -> int:
+        """The first qvel index of joint ``name``."""
+        if name not in self.names:
+            raise ValueError(f"no joint named {name!r} (joints: {list(self.names)})")
+        k = self.names.index(name)
+        return sum(NV[j.kind] for j in self.joints[:k])
+
+
+class _Pose(NamedTuple):
+    pos: jnp.ndarray
+    quat: jnp.ndarray
+    vel: jnp.ndarray
+    angvel: jnp.ndarray
+
+
+def _x64() -> bool:
+    import jax
+    return bool(jax.config.jax_enable_x64)
 
 
 def joint_record(kind: str, child: int, parent, ref: float, anchor_w, axis_w,
