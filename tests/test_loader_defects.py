@@ -9,6 +9,10 @@ the URDF's own numbers.
   ``diaginertia``; MuJoCo accepts it (the body never moves), jaxode refused it.
 * gym-ignition-models' panda: mesh ``filename="file://meshes/..."``, a path
   relative to the URDF's folder.
+* gz-sim's conveyor.sdf: a collision pose ``relative_to`` its own link (refused:
+  "no frames to refer to here"); joint_trajectory_controller.sdf: a child link
+  placed relative_to its joint whose pose is relative_to the parent (a false
+  "cycle"). Truth: the SDF 1.7 frame rules, composed by hand.
 """
 from __future__ import annotations
 
@@ -90,3 +94,62 @@ def test_urdf_file_uri_relative_to_the_urdf(tmp_path):
     # the unit cube (corners +-0.5) scaled by 0.5: a hull whose farthest corner is
     # sqrt(3) * 0.25 m from its centre
     assert b.hulls and b.hulls[0][1].radius == pytest.approx(np.sqrt(3) * 0.25, rel=1e-9)
+
+
+def _sdf(model: str) -> str:
+    return f'<sdf version="1.7"><world name="w">{model}</world></sdf>'
+
+
+_INERTIAL = ("<inertial><mass>1</mass><inertia><ixx>1</ixx><iyy>1</iyy><izz>1</izz>"
+             "<ixy>0</ixy><ixz>0</ixz><iyz>0</iyz></inertia></inertial>")
+
+
+def test_sdf_collision_pose_relative_to_a_link():
+    """gz-sim's conveyor.sdf: a collision whose pose is relative_to its own link (the
+    default, said out loud) or to another link of the model (SDF 1.7 frame semantics)."""
+    model = f"""<model name="m"><pose>0 0 1 0 0 0</pose>
+      <link name="base"><pose>2 0 0 0 0 0</pose>{_INERTIAL}</link>
+      <link name="belt"><pose>0 0 0.5 0 0 1.5707963267948966</pose>{_INERTIAL}
+        <collision name="own"><pose relative_to="belt">0.1 0 0 0 0 0</pose>
+          <geometry><box><size>1 1 0.1</size></box></geometry></collision>
+        <collision name="other"><pose relative_to="base">0 0 0.3 0 0 0</pose>
+          <geometry><sphere><radius>0.1</radius></sphere></geometry></collision></link>
+    </model>"""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        b = jaxode.load_sdf(_sdf(model))
+    belt = b.bodies[1]
+    np.testing.assert_allclose(belt["pos"], [0.0, 0.0, 1.5], atol=1e-12)
+    # own: 0.1 m along the belt's x, which the 90 degree yaw turns into world y
+    R = _quat_mat(belt["quat"])
+    np.testing.assert_allclose(belt["pos"] + R @ b.geoms[0]["pos"], [0.0, 0.1, 1.5], atol=1e-12)
+    # other: 0.3 m above the base link, at world (2, 0, 1.3), though it moves with the belt
+    np.testing.assert_allclose(belt["pos"] + R @ b.geoms[1]["pos"], [2.0, 0.0, 1.3], atol=1e-12)
+
+
+def test_sdf_child_link_relative_to_its_joint_is_no_cycle():
+    """gz-sim's joint_trajectory_controller.sdf: the joint's pose is relative_to the
+    parent link and the child link's pose relative_to the joint. The joint's default
+    frame (the child link) is not used, so there is no cycle; a real cycle (the joint's
+    pose left to its default while the child refers to the joint) is still refused."""
+    model = f"""<model name="m">
+      <link name="l0"><pose>0 0 1 0 0 0</pose>{_INERTIAL}</link>
+      <joint name="j1" type="revolute"><pose relative_to="l0">0 0 0.2 0 0 0</pose>
+        <parent>l0</parent><child>l1</child><axis><xyz>0 1 0</xyz></axis></joint>
+      <link name="l1"><pose relative_to="j1">0 0 0.3 0 0 0</pose>{_INERTIAL}</link>
+    </model>"""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        b = jaxode.load_sdf(_sdf(model))
+    np.testing.assert_allclose(b.bodies[1]["pos"], [0.0, 0.0, 1.5], atol=1e-12)
+    np.testing.assert_allclose(b.joints[0]["geometry"]["anchor"], [0.0, 0.0, 1.2], atol=1e-12)
+    cyclic = model.replace('<pose relative_to="l0">0 0 0.2 0 0 0</pose>', "")
+    with pytest.raises(ValueError, match="cycle"):
+        jaxode.load_sdf(_sdf(cyclic))
+
+
+def _quat_mat(q):
+    w, x, y, z = q
+    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+                     [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+                     [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])

@@ -333,8 +333,14 @@ class _Loader:
             busy.add(nm)
             c = named[nm]
             if c.tag == "joint":
+                # the child link's frame is the default only: a pose relative_to another
+                # frame (often the parent link, whose child link is placed relative_to
+                # this joint) must not resolve the child first (a false cycle)
+                pe = c.find("pose")
+                explicit = pe is not None and (pe.attrib.get("relative_to")
+                                               or pe.attrib.get("frame"))
                 child = c.find("child")
-                base = frame(child.text.strip(), c) if child is not None else T_model
+                base = T_model if explicit or child is None else frame(child.text.strip(), c)
                 T = self.pose(c, frame, base)
             elif c.tag == "frame" and c.attrib.get("attached_to"):
                 T = self.pose(c, frame, frame(c.attrib["attached_to"], c))
@@ -347,7 +353,7 @@ class _Loader:
         for c in node.children:
             if c.tag == "link":
                 self.link(c, frame(c.attrib["name"], c) if "name" in c.attrib else None,
-                          scope, static)
+                          scope, static, frame)
             elif c.tag == "model":
                 self.model(c, T_model, scope, static, parent_frames=frame)
             elif c.tag == "include":
@@ -386,7 +392,7 @@ class _Loader:
                 g["category"], g["collide"] = bit, 0xFFFFFFFF & ~bit
 
     # ------------------------------------------------------------------ links
-    def link(self, node: Node, T_link, scope: str, static: bool) -> None:
+    def link(self, node: Node, T_link, scope: str, static: bool, frames=None) -> None:
         rep, b = self.rep, self.b
         if T_link is None:
             raise rep.error(node, "needs a name attribute")
@@ -421,7 +427,7 @@ class _Loader:
         self.links[full] = dict(body=body, T_body=T_body, T_link=T_link, geoms=[],
                                 self_collide=rep.child_bool(node, "self_collide", False))
         for c in node.findall("collision"):
-            self.collision(c, full, body, T_link, T_body)
+            self.collision(c, full, body, T_link, T_body, frames)
         if node.find("kinematic") is not None and rep.child_bool(node, "kinematic"):
             rep.warn(node.find("kinematic"), "kinematic links are not supported; simulated as dynamic")
         self.skip(node, ("pose", "inertial", "collision", "gravity", "self_collide",
@@ -502,9 +508,12 @@ class _Loader:
             raise rep.error(node, str(e)) from None
         return s
 
-    def collision(self, node: Node, link: str, body, T_link, T_body) -> None:
+    def collision(self, node: Node, link: str, body, T_link, T_body, frames=None) -> None:
+        """One <collision> of a link; its pose is in the link frame unless it is
+        relative_to another frame of the model (SDF 1.7: the link itself, another
+        link, a <frame>, __model__), resolved by ``frames``."""
         rep, b = self.rep, self.b
-        T_c = self.pose(node, None, T_link)
+        T_c = self.pose(node, frames, T_link)
         T_rel = inv(T_body) @ T_c if body is not None else T_c
         pos, quat = T_rel[:3, 3], mat_to_quat(T_rel[:3, :3])
         geo = node.find("geometry")
