@@ -13,6 +13,7 @@ the URDF's own numbers.
   "no frames to refer to here"); joint_trajectory_controller.sdf: a child link
   placed relative_to its joint whose pose is relative_to the parent (a false
   "cycle"). Truth: the SDF 1.7 frame rules, composed by hand.
+* gazebo_models' sun: ``model://sun`` on the model path is a bare ``<light>``.
 """
 from __future__ import annotations
 
@@ -153,3 +154,21 @@ def _quat_mat(q):
     return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
                      [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
                      [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
+
+
+def test_sdf_include_of_a_bare_light(tmp_path):
+    """gazebo_models' sun: model://sun found on the model path is a file whose root
+    holds a <light>, no <model>. It is skipped with a warning (lights have no physics),
+    as the built-in sun is, and the world around it loads."""
+    d = tmp_path / "sun"
+    d.mkdir()
+    (d / "model.config").write_text("<model><name>Sun</name><sdf version='1.6'>model.sdf</sdf></model>")
+    (d / "model.sdf").write_text('<sdf version="1.6"><light type="directional" name="sun">'
+                                 "<direction>-0.5 0.1 -0.9</direction></light></sdf>")
+    world = _sdf(f"""<include><uri>model://sun</uri></include>
+      <model name="ball"><pose>0 0 1 0 0 0</pose><link name="l">{_INERTIAL}
+        <collision name="c"><geometry><sphere><radius>0.1</radius></sphere></geometry>
+        </collision></link></model>""")
+    with pytest.warns(jaxode.JaxodeFormatWarning, match=r"model://sun.*light"):
+        b = jaxode.load_sdf(world, search_path=[str(tmp_path)])
+    assert len(b.bodies) == 1 and len(b.geoms) == 1

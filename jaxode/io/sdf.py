@@ -284,6 +284,12 @@ class _Loader:
         sub.max_contacts = self.max_contacts
         sub.version = _version(sub_root, sub.rep)
         models = sub_root.findall("model")
+        if not models and sub_root.findall("light"):
+            # gazebo_models' sun: the included file is a bare <light>, no physics
+            self.rep.warn(node, f"<include> {u!r} is a <light>: no part in the physics step, "
+                                "skipped", key="light")
+            self.skip(node, ("uri", "name", "pose", "static"))
+            return
         if len(models) != 1:
             raise sub.rep.error(sub_root, f"an included file needs one <model> (got {len(models)})")
         m = models[0]
