@@ -101,13 +101,15 @@ def test_float32_matches_ode_single_scenes(results_all_f32, name):
     assert r.err32 <= r.tol32, _msg(r, "f32")
 
 
-@pytest.mark.parametrize("name", _METRIC_NAMES)
-def test_metric_bound_covers_ode_seed_spread(results, name):
-    """A multi-contact bound is only meaningful if ODE itself, with other RNG seeds
-    for its row shuffle, stays inside it."""
-    r = results[name]
-    assert r.ode_spread is not None and r.ode_spread <= r.tol64, (
-        f"{name}: ODE's own spread over seeds {r.ode_spread:.3e} exceeds the bound {r.tol64:g}")
+if _METRIC_NAMES:  # (no default scene is compared on a metric today: no empty parametrize)
+    @pytest.mark.parametrize("name", _METRIC_NAMES)
+    def test_metric_bound_covers_ode_seed_spread(results, name):
+        """A multi-contact bound is only meaningful if ODE itself, with other RNG seeds
+        for its row shuffle, stays inside it."""
+        r = results[name]
+        assert r.ode_spread is not None and r.ode_spread <= r.tol64, (
+            f"{name}: ODE's own spread over seeds {r.ode_spread:.3e} exceeds the bound "
+            f"{r.tol64:g}")
 
 
 def test_scene_list_is_complete_and_documented():

@@ -69,6 +69,7 @@ def ball_truth(z0, v0, g, force, n_env_steps):
 
 
 # -------------------------------------------------------------------- brax
+@pytest.mark.extended  # needs brax: test-extended's extra, not test's
 def test_brax_wrappers_episode_truncation_randomization():
     pytest.importorskip("brax")
     from brax.envs.base import Env as BraxEnvBase, State
@@ -118,6 +119,7 @@ def test_brax_wrappers_episode_truncation_randomization():
     assert kinds == {True, False}                     # both endings exercised
 
 
+@pytest.mark.extended  # needs brax: test-extended's extra, not test's
 def test_brax_action_mapping_and_errors():
     pytest.importorskip("brax")
     ball = envs.to_brax(Ball())

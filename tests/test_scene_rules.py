@@ -210,6 +210,7 @@ def test_urdf_leniency_and_clear_errors():
         jaxode.load_urdf(_urdf(BASE + ARM + j.format(t="planar", z=1, rpy="0 0 0")))
 
 
+@pytest.mark.extended  # needs pybullet: test-extended's extra, not test's
 def test_urdf_default_and_repaired_inertia_match_pybullet(tmp_path):
     p = pytest.importorskip("pybullet")
     text = ("<?xml version='1.0'?><robot name='r'>" + BASE +
@@ -278,6 +279,7 @@ def _pybullet_data():
     return pd.getDataPath()
 
 
+@pytest.mark.extended  # needs pybullet_data: test-extended's extra
 @pytest.mark.parametrize("rel", ["kuka_iiwa/model.urdf", "franka_panda/panda.urdf",
                                  "xarm/xarm6_robot.urdf"])
 def test_urdf_robots_get_their_collision_meshes(rel):
@@ -297,6 +299,7 @@ def test_urdf_robots_get_their_collision_meshes(rel):
     assert all(k in (ct.CONVEX, ct.TRIMESH) for k in kinds)
 
 
+@pytest.mark.extended  # needs pybullet: test-extended's extra, not test's
 def test_plane_urdf_is_static_and_a_dropped_sphere_rests_on_it():
     root = _pybullet_data()
     b = jaxode.WorldBuilder(gravity=(0, 0, -9.81))

@@ -1,7 +1,8 @@
 """Joint-chain scenes for the energy checks: the fuzz repro file's format, built
 identically in jaxode and in libode (ODE 0.16 double, ``dWorldQuickStep``).
 
-A *case* is the dict of one entry of ``/work/shared/repro/energy_gain_vs_ode.json``:
+A *case* is the dict of one entry of ``tests/data/energy_gain_vs_ode.json`` (an
+outside tester's reproducer, shared/repro's copy kept in the repository):
 ``case["scene"]`` = bodies (shape, dims, mass [kg] with the shape's
 uniform-density inertia, pos, quat w-first, vel, angvel), joints (type, body1,
 body2 (None = world), anchor, axis, axis2, params named as jaxode's builder
@@ -15,10 +16,12 @@ and the energy budget (:func:`energy_budget`).
 from __future__ import annotations
 
 import json
+import os
 import math
 import numpy as np
 
-REPRO = "/work/shared/repro/energy_gain_vs_ode.json"
+REPRO = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests",
+                     "data", "energy_gain_vs_ode.json")
 
 # axis keyword per joint type (the JSON's "axis"/"axis2" -> the builders' names)
 _AXES = {"hinge": ("axis", None), "slider": ("axis", None), "ball": (None, None),
