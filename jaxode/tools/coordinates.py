@@ -81,19 +81,24 @@ class Coordinates:
         return sum(NV[j.kind] for j in self.joints)
 
     # ------------------------------------------------------------------ reading
-    def _pose(self, state, b):
+    @staticmethod
+    def _pose(pos, quat, vel, angvel, b):
+        """(x, q, v, w) of ODE body ``b`` (b < 0: the world, at rest at the origin)."""
         if b < 0:
-            z = jnp.zeros(3, state.pos.dtype)
-            return z, jnp.array([1.0, 0.0, 0.0, 0.0], state.pos.dtype), z, z
-        return state.pos[b], state.quat[b], state.vel[b], state.angvel[b]
+            z = jnp.zeros(3, pos.dtype)
+            return z, jnp.array([1.0, 0.0, 0.0, 0.0], pos.dtype), z, z
+        return pos[b], quat[b], vel[b], angvel[b]
+
+    def _pairs(self, state):
+        """Per joint: (joint, its child's (x, q, v, w), its parent's)."""
+        arrays = (state.pos, state.quat, state.vel, state.angvel)
+        return [(j, self._pose(*arrays, j.child), self._pose(*arrays, j.parent))
+                for j in self.joints]
 
     def qpos(self, state) -> jnp.ndarray:
         """(nq,) MuJoCo's qpos of one world's ``state``."""
-        out = []
-        for j in self.joints:
-            xc, qc, _, _ = self._pose(state, j.child)
-            xp, qp, _, _ = self._pose(state, j.parent)
-            dt = state.pos.dtype
+        out, dt = [], state.pos.dtype
+        for j, (xc, qc, _, _), (xp, qp, _, _) in self._pairs(state):
             if j.kind == "free":
                 out += [xc - _rot(qc, jnp.asarray(j.com, dt)), qc]
                 continue
@@ -113,11 +118,8 @@ class Coordinates:
 
     def qvel(self, state) -> jnp.ndarray:
         """(nv,) MuJoCo's qvel of one world's ``state``."""
-        out = []
-        for j in self.joints:
-            xc, qc, vc, wc = self._pose(state, j.child)
-            xp, qp, vp, wp = self._pose(state, j.parent)
-            dt = state.pos.dtype
+        out, dt = [], state.pos.dtype
+        for j, (xc, qc, vc, wc), (xp, qp, vp, wp) in self._pairs(state):
             if j.kind == "free":
                 r = _rot(qc, jnp.asarray(j.com, dt))
                 out += [vc - jnp.cross(wc, r), _rot(_conj(qc), wc)]
@@ -154,11 +156,7 @@ class Coordinates:
             q = qpos[iq:iq + NQ[j.kind]]
             v = qvel[iv:iv + NV[j.kind]]
             iq, iv = iq + NQ[j.kind], iv + NV[j.kind]
-            if j.parent < 0:
-                z = jnp.zeros(3, dt)
-                xp, qp, vp, wp = z, jnp.array([1.0, 0.0, 0.0, 0.0], dt), z, z
-            else:
-                xp, qp, vp, wp = pos[j.parent], quat[j.parent], vel[j.parent], angvel[j.parent]
+            xp, qp, vp, wp = self._pose(pos, quat, vel, angvel, j.parent)
             if j.kind == "free":
                 qc = jm.quat_normalize(q[3:])
                 r = _rot(qc, jnp.asarray(j.com, dt))
