@@ -172,3 +172,32 @@ def test_sdf_include_of_a_bare_light(tmp_path):
     with pytest.warns(jaxode.JaxodeFormatWarning, match=r"model://sun.*light"):
         b = jaxode.load_sdf(world, search_path=[str(tmp_path)])
     assert len(b.bodies) == 1 and len(b.geoms) == 1
+
+
+@pytest.mark.parametrize("fmt", ["urdf", "sdf", "mjcf"])
+def test_implausible_inertia_is_warned(fmt):
+    """icub_reduced's ankle: an inertia of ~1e-20 kg m^2 on a 0.5 kg link is positive
+    definite, so it passed, and the world went non-finite at step 1 with no word. Each
+    loader now warns, naming the link; a thin rod's real inertia (ratio 6e-6, gyration
+    radius 0.6 mm) is not warned."""
+    def text(ixx, iyy, izz):
+        if fmt == "urdf":
+            return (f'<robot name="r"><link name="ankle"><inertial><mass value="0.5"/>'
+                    f'<inertia ixx="{ixx}" iyy="{iyy}" izz="{izz}" ixy="0" ixz="0" iyz="0"/>'
+                    f'</inertial></link></robot>')
+        if fmt == "sdf":
+            return _sdf(f'<model name="m"><link name="ankle"><inertial><mass>0.5</mass>'
+                        f'<inertia><ixx>{ixx}</ixx><iyy>{iyy}</iyy><izz>{izz}</izz><ixy>0</ixy>'
+                        f'<ixz>0</ixz><iyz>0</iyz></inertia></inertial></link></model>')
+        return (f'<mujoco><worldbody><body name="ankle"><freejoint/><inertial pos="0 0 0" '
+                f'mass="0.5" diaginertia="{ixx} {iyy} {izz}"/></body></worldbody></mujoco>')
+
+    load = {"urdf": jaxode.load_urdf, "sdf": jaxode.load_sdf, "mjcf": jaxode.load_mjcf}[fmt]
+    with pytest.warns(jaxode.JaxodeFormatWarning, match=r"ankle'.*implausible inertia.*"
+                                                        r"radius of gyration"):
+        load(text(1e-20, 1e-20, 1e-20))
+    rod = 0.5 * (0.001 ** 2) / 2, 0.5 * 0.3 ** 2 / 12, 0.5 * 0.3 ** 2 / 12  # 0.3 m x 1 mm rod
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        load(text(*rod))
+    assert not any("implausible" in str(x.message) for x in w)

@@ -44,7 +44,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import numbers
-from typing import Sequence
+from typing import Optional, Sequence
 
 import numpy as np
 
@@ -396,6 +396,35 @@ def from_inertia(
     m = Mass(mass, np.asarray(com, dtype=np.float64), np.asarray(inertia, dtype=np.float64))
     validate(m)
     return m
+
+
+#: Below these a valid (positive definite) inertia is still not a physical body's:
+#: a radius of gyration sqrt(I_min / m) under 10 um, or I_min / I_max under 1e-7
+#: (float32's resolution: the world-frame inverse inertia then rounds to garbage).
+MIN_GYRATION_RADIUS = 1e-5   # [m]
+MIN_MOMENT_RATIO = 1e-7
+
+
+def implausible(mass: float, inertia, com=(0.0, 0.0, 0.0)) -> Optional[str]:
+    """Why a valid inertia tensor about ``com`` (body frame) is implausible for a body
+    of ``mass`` [kg], or None: its smallest principal moment about the centre of mass
+    gives a radius of gyration below :data:`MIN_GYRATION_RADIUS`, or is below
+    :data:`MIN_MOMENT_RATIO` times the largest. Loaders warn with this (such
+    files, e.g. a 1e-20 kg m^2 ankle, step to non-finite values at once)."""
+    m = Mass(float(mass), np.asarray(com, np.float64), np.asarray(inertia, np.float64))
+    about = translate(m, -m.com).inertia if np.any(m.com != 0) else m.inertia
+    moments = np.linalg.eigvalsh(0.5 * (about + about.T))
+    lo, hi = float(moments[0]), float(moments[-1])
+    if not (mass > 0 and hi > 0):
+        return None
+    if math.sqrt(max(lo, 0.0) / mass) < MIN_GYRATION_RADIUS:
+        return (f"principal moments {moments.tolist()} kg m^2 for {mass:g} kg: a radius of "
+                f"gyration of {math.sqrt(max(lo, 0.0) / mass):.3g} m (< "
+                f"{MIN_GYRATION_RADIUS:g} m)")
+    if lo < MIN_MOMENT_RATIO * hi:
+        return (f"principal moments {moments.tolist()} kg m^2: the smallest is {lo / hi:.3g} "
+                f"of the largest (< {MIN_MOMENT_RATIO:g}, below float32's resolution)")
+    return None
 
 
 # --------------------------------------------------------------------------

@@ -840,6 +840,11 @@ def load_mjcf(path_or_string, builder: Optional[WorldBuilder] = None,
                 except ValueError as e:
                     if not welded[i]:
                         raise rep.error(node, str(e)) from None
+                why = None if welded[i] or m is None else mass_lib.implausible(mv, I)
+                if why is not None:
+                    rep.warn(node, f"body {r['name']!r}: implausible inertia ({why}); kept as "
+                                   "the file says, but the step may go non-finite",
+                             key="implausible inertia")
         elif i > 0:
             for g, cls, gtype, size, pts, T_g in shapes:
                 try:

@@ -425,6 +425,10 @@ class _Loader:
                 ms = mass_lib.from_inertia(m, I)
             except ValueError as e:
                 raise rep.error(inert if inert is not None else node, str(e)) from None
+            why = mass_lib.implausible(m, I)
+            if why is not None:
+                rep.warn(inert, f"link {full!r}: implausible inertia ({why}); kept as the file "
+                                "says, but the step may go non-finite", key="implausible inertia")
             T_body = T_link @ T_in
             grav = rep.child_bool(node, "gravity", True)
             body = b.add_body(pos=T_body[:3, 3], quat=mat_to_quat(T_body[:3, :3]), mass=ms,

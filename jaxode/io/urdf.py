@@ -349,6 +349,10 @@ def load_urdf(path_or_string, base_pos=(0.0, 0.0, 0.0), fixed_base: bool = False
             except ValueError as e2:
                 raise rep.error(inn, f"{e}; PyBullet's bounding-box default is not valid either "
                                      f"({e2})") from None
+        why = mass_lib.implausible(ms.mass, ms.inertia)
+        if why is not None:
+            rep.warn(inn, f"link {nm!r}: implausible inertia ({why}); kept as the file says, "
+                          "but the step may go non-finite", key="implausible inertia")
         _skip(rep, ine, ("origin", "mass", "inertia"))
         return ms, T_in
 
