@@ -21,6 +21,7 @@ import os
 import shutil
 import warnings
 
+import jax
 import numpy as np
 import pytest
 
@@ -201,3 +202,85 @@ def test_implausible_inertia_is_warned(fmt):
         warnings.simplefilter("always")
         load(text(*rod))
     assert not any("implausible" in str(x.message) for x in w)
+
+
+def _link(name, mass, xyz, ixx, iyy, izz, geom=""):
+    return (f'<link name="{name}"><inertial><origin xyz="{xyz}"/><mass value="{mass}"/>'
+            f'<inertia ixx="{ixx}" iyy="{iyy}" izz="{izz}" ixy="0" ixz="0" iyz="0"/></inertial>'
+            f"{geom}</link>")
+
+
+# go1's structure: a 1e-6 kg root welded to the 5 kg trunk, a leg on a hinge below it
+GO1_LIKE = ("<robot name='r'>" + _link("base", 1e-6, "0 0 0", 1e-9, 1e-9, 1e-9) +
+            _link("trunk", 5.0, "0.01 0 0.02", 0.02, 0.06, 0.07,
+                  "<collision><geometry><box size='0.4 0.2 0.1'/></geometry></collision>") +
+            _link("imu", 0.3, "0 0 0", 1e-4, 1e-4, 1e-4,
+                  "<collision><origin xyz='0 0 0.05'/><geometry><sphere radius='0.02'/>"
+                  "</geometry></collision>") +
+            _link("thigh", 1.0, "0.05 0 -0.1", 0.005, 0.005, 0.001,
+                  "<collision><origin xyz='0 0 -0.1'/><geometry><box size='0.04 0.04 0.2'/>"
+                  "</geometry></collision>") +
+            "<joint name='floating_base' type='fixed'><parent link='base'/><child link='trunk'/>"
+            "</joint><joint name='imu_joint' type='fixed'><parent link='trunk'/>"
+            "<child link='imu'/><origin xyz='0.1 0 0.03' rpy='0 0 1.5707963267948966'/></joint>"
+            "<joint name='hip' type='revolute'><parent link='trunk'/><child link='thigh'/>"
+            "<origin xyz='0.15 0.1 0'/><axis xyz='0 1 0'/>"
+            "<limit lower='-1' upper='1' effort='30' velocity='10'/></joint></robot>")
+
+
+def _world_geoms(b):
+    out = []
+    for g in b.geoms:
+        if g["body"] is None:
+            out.append(np.asarray(g["pos"]))
+        else:
+            bd = b.bodies[g["body"]]
+            out.append(bd["pos"] + _quat_mat(bd["quat"]) @ g["pos"])
+    return np.array(out)
+
+
+def test_urdf_fixed_joints_lumped_into_one_body():
+    """Links joined by fixed joints become one rigid body (Gazebo's URDF reader and
+    PyBullet): the masses add, the centre and the inertia are the parallel-axis sum
+    (computed here from the file's numbers), every collision keeps its world pose,
+    each link's frame is queryable; lump_fixed=False keeps the four bodies."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        lumped = jaxode.load_urdf(GO1_LIKE, base_pos=(0, 0, 0.5))
+        apart = jaxode.load_urdf(GO1_LIKE, base_pos=(0, 0, 0.5), lump_fixed=False)
+    assert len(lumped.bodies) == 2 and len(apart.bodies) == 4
+    assert len(lumped.joints) == 1 and len(apart.joints) == 3
+    info = lumped.urdf_info
+    assert info["links"]["base"] == info["links"]["trunk"] == info["links"]["imu"] == 0
+    # the closed form: point masses at the world centres plus each link's own inertia
+    parts = [(1e-6, [0, 0, 0.5], np.diag([1e-9] * 3)),
+             (5.0, [0.01, 0, 0.52], np.diag([0.02, 0.06, 0.07])),
+             (0.3, [0.1, 0, 0.53], np.diag([1e-4] * 3))]   # imu: isotropic, rotation moot
+    m = sum(p[0] for p in parts)
+    c = sum(p[0] * np.array(p[1]) for p in parts) / m
+    I = sum(p[2] + p[0] * (np.dot(np.array(p[1]) - c, np.array(p[1]) - c) * np.eye(3)
+                           - np.outer(np.array(p[1]) - c, np.array(p[1]) - c)) for p in parts)
+    bd = lumped.bodies[0]
+    R = _quat_mat(bd["quat"])
+    assert bd["mass"] == pytest.approx(m, rel=1e-12)
+    np.testing.assert_allclose(bd["pos"], c, atol=1e-12)
+    np.testing.assert_allclose(R @ bd["inertia"] @ R.T, I, atol=1e-12)
+    np.testing.assert_allclose(_world_geoms(lumped), _world_geoms(apart), atol=1e-12)
+    body, T = info["link_frames"]["imu"]
+    np.testing.assert_allclose(bd["pos"] + R @ T[:3, 3], [0.1, 0, 0.53], atol=1e-12)
+
+
+def test_urdf_tiny_welded_root_holds_a_fixed_base():
+    """go1 with fixed_base=True fell 16 m: its 1e-6 kg root, welded to the world, could
+    not carry the 5 kg trunk through a fixed joint. Lumped, root and trunk are one body
+    fixed to the world: after 1 s the trunk has not moved (while the leg, its centre off
+    the hinge's vertical, swings)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        b = jaxode.load_urdf(GO1_LIKE, base_pos=(0, 0, 0.5), fixed_base=True)
+    model = b.build()
+    st = jaxode.init(model)
+    fin, _ = jax.jit(lambda s: jaxode.rollout(model, s, 100, 0.01))(st)
+    drift = np.abs(np.asarray(fin.pos[0]) - np.asarray(st.pos[0])).max()
+    assert drift < 1e-4, drift
+    assert np.abs(np.asarray(fin.pos[1]) - np.asarray(st.pos[1])).max() > 1e-3  # the leg moved

@@ -11,7 +11,11 @@ line numbers for errors and warnings):
   the world: its geoms are static geometry, no body), as PyBullet treats a
   massless base and ROS a base_link without inertia. A child link without
   ``<inertial>`` (or with mass 0) joined by a ``fixed`` joint is merged into
-  its parent (its geoms move with the parent's body, or stay static); one
+  its parent (its geoms move with the parent's body, or stay static), and so,
+  with ``lump_fixed`` (the default, Gazebo's URDF reader and PyBullet alike),
+  is one with mass: one rigid body, masses added, inertia combined about the new
+  centre (``urdf_info["link_frames"]``: each link's body and frame in it,
+  ``urdf_info["lumped"]``: link -> the parent it joined); a moving child; one
   that moves gets PyBullet's default (UrdfParser: mass 1 kg when <inertial>
   is missing; URDF2Bullet's default inertia: the solid box of the collision
   shapes' bounding box, ``btCompoundShape::calculateLocalInertia``), one
@@ -179,13 +183,15 @@ def _attr_float(rep: Reporter, node: Node, key: str, default=None):
 def load_urdf(path_or_string, base_pos=(0.0, 0.0, 0.0), fixed_base: bool = False,
               builder: Optional[WorldBuilder] = None, base_rpy=(0.0, 0.0, 0.0),
               motors: bool = False, self_collision: bool = False, package_dirs=None,
-              body_mesh: str = "hull") -> WorldBuilder:
+              body_mesh: str = "hull", lump_fixed: bool = True) -> WorldBuilder:
     """Read a URDF file or string (XML starting with ``<``) into ``builder``
     (a new :class:`WorldBuilder` with gravity -9.81 z when None); see the
     module docstring for what is read. ``package_dirs``: where ``package://``
     mesh files are found (a directory, a list, or {package: directory});
     ``body_mesh``: "hull" or "trimesh" for meshes on moving links
-    (:func:`jaxode.io.mesh_files.add_mesh_geom`). Returns the builder."""
+    (:func:`jaxode.io.mesh_files.add_mesh_geom`); ``lump_fixed``: links joined by a
+    ``fixed`` joint become one rigid body (Gazebo's and PyBullet's treatment; False:
+    each its own ODE body held by an ODE fixed joint). Returns the builder."""
     root, name = parse(path_or_string)
     rep = Reporter(name, commas=True)
     if root.tag != "robot":
@@ -226,7 +232,8 @@ def load_urdf(path_or_string, base_pos=(0.0, 0.0, 0.0), fixed_base: bool = False
     for jn in joints:
         children[jn.find("parent").attrib["link"]].append(jn)
 
-    info = dict(links={}, joints={}, limits={}, missing_materials=[], unsupported=rep.unsupported)
+    info = dict(links={}, joints={}, limits={}, missing_materials=[], unsupported=rep.unsupported,
+                link_frames={}, lumped={})
     # link name -> (body or None, T_body world, T_link world)
     placed: dict[str, tuple] = {}
 
@@ -367,10 +374,13 @@ def load_urdf(path_or_string, base_pos=(0.0, 0.0, 0.0), fixed_base: bool = False
                 body, T_body = None, T_link
             else:  # massless link welded to its parent: its geoms join the parent
                 body, T_body = placed[parent][0], placed[parent][1]
+        elif parent is not None and jtype == "fixed" and lump_fixed:
+            body, T_body = lump(nm, ine, T_link, parent)
         else:
             T_body = T_link @ ine[1]
             body = b.add_body(pos=T_body[:3, 3], quat=mat_to_quat(T_body[:3, :3]), mass=ine[0])
         placed[nm] = (body, T_body, T_link)
+        info["link_frames"][nm] = (body, T_link if body is None else inv(T_body) @ T_link)
         info["links"][nm] = body
         for cn in ln.findall("collision"):
             collision(cn, body, T_link, T_body)
@@ -382,6 +392,38 @@ def load_urdf(path_or_string, base_pos=(0.0, 0.0, 0.0), fixed_base: bool = False
                                    "inertia_scaling is read); use materials for surfaces",
                          key="pybullet contact")
         _skip(rep, ln, ("inertial", "collision", "contact"))
+
+    def lump(nm: str, ine, T_link: np.ndarray, parent: str):
+        """A link welded to ``parent`` by a fixed joint joins the parent's body, as
+        Gazebo's URDF reader and PyBullet make one rigid body of them: masses
+        added, the inertia combined exactly about the new centre of mass (the body
+        keeps its orientation; its origin moves to that centre, and the geoms
+        already on it move by the opposite offset). Welded to the static world,
+        the link is static. Returns (body, T_body) as ``placed`` holds them."""
+        pbody, pT_body = placed[parent][0], placed[parent][1]
+        if pbody is None:
+            return None, T_link
+        bd = b.bodies[pbody]
+        mine = mass_lib.Mass(bd["mass"], np.zeros(3), np.asarray(bd["inertia"], np.float64))
+        T_child = inv(pT_body) @ (T_link @ ine[1])  # the link's inertial frame in the body's
+        child = mass_lib.translate(mass_lib.rotate(ine[0], T_child[:3, :3]), T_child[:3, 3])
+        total = mass_lib.add(mine, child)
+        com = total.com.copy()
+        about = mass_lib.translate(total, -com)
+        R = pT_body[:3, :3]
+        bd["pos"] = np.asarray(bd["pos"], np.float64) + R @ com
+        bd["mass"], bd["inertia"] = float(about.mass), np.asarray(about.inertia, np.float64)
+        for g in b.geoms:
+            if g["body"] == pbody:
+                g["pos"] = np.asarray(g["pos"], np.float64) - com
+        T_new = pT_body.copy()
+        T_new[:3, 3] = bd["pos"]
+        for other, (bb, _, tl) in list(placed.items()):
+            if bb == pbody:
+                placed[other] = (bb, T_new, tl)
+                info["link_frames"][other] = (bb, inv(T_new) @ tl)
+        info["lumped"][nm] = parent
+        return pbody, T_new
 
     def collision(cn: Node, body, T_link, T_body):
         T_c = T_link @ _origin(rep, cn)
