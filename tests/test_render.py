@@ -107,3 +107,32 @@ def test_bad_camera_and_frames_are_rejected():
         jaxode.Camera(pos=(0, 0, 5), look_at=(0, 0, 0), up=(0, 0, 1))
     with pytest.raises(ValueError, match="uint8"):
         jaxode.save_gif(np.zeros((2, 4, 4, 3)), "/tmp/never.gif")
+
+
+def test_render_trajectory_follows_the_pinhole_projection():
+    """render_trajectory: one frame per ``every`` steps of a rollout. A sphere
+    moving at 1 m/s across the view (no gravity): the centroid of its disk is at the
+    pinhole projection u = W/2 + f x / D of its centre in every frame (within a
+    pixel), so the frames are the rollout's, in order."""
+    dist, fov, dt, n, every = 4.0, 40.0, 0.05, 20, 5
+    b = jaxode.WorldBuilder(gravity=(0.0, 0.0, 0.0))
+    i = b.add_body(pos=(-0.5, 0.0, 1.0), vel=(1.0, 0.0, 0.0),
+                   mass=jaxode.mass.sphere(0.3, density=1000.0))
+    b.add_sphere(0.3, body=i)
+    model = b.build()
+    s0 = jaxode.init(model)
+    _, traj = jaxode.rollout(model, s0, n, dt)
+    cam = jaxode.Camera(pos=(0.0, -dist, 1.0), look_at=(0.0, 0.0, 1.0), fov=fov)
+    frames = jaxode.render_trajectory(model, s0, traj, every=every, camera=cam, width=W,
+                                      height=H, light=(0.0, -1.0, 0.0))
+    assert frames.shape == (n // every, H, W, 3) and frames.dtype == np.uint8
+    sky = np.asarray(jaxode.render(model, s0.replace(pos=s0.pos.at[0, 1].set(-100.0)),
+                                   camera=cam, width=W, height=H, light=(0.0, -1.0, 0.0)))
+    f = (H / 2) / math.tan(math.radians(fov) / 2)
+    xs = np.asarray(traj.pos)[::every, 0, 0]
+    for k, x in enumerate(xs):
+        on = np.any(frames[k] != sky, axis=-1)
+        cols = np.nonzero(on)[1]
+        u = cols.mean() + 0.5  # pixel centres
+        assert abs(u - (W / 2 + f * x / dist)) < 1.0, (k, u, W / 2 + f * x / dist)
+    assert xs[-1] - xs[0] > 0.7  # it moved across the frame
