@@ -359,3 +359,44 @@ def test_float64():
         for c in out:
             assert c.depth.dtype == jnp.float64 and c.pos.dtype == jnp.float64
             assert np.all(np.isfinite(np.asarray(c.depth))) and bool(c.valid.any())
+
+
+@pytest.mark.parametrize("name", ["sphere_sphere", "capsule_sphere"])
+def test_depth_gradient_is_the_closed_form(name):
+    """Away from degenerate poses the penetration depth is differentiable and its
+    gradient is the closed form: depth = r1 + r2 - |p_closest - c| (p_closest: the
+    sphere's centre, or the capsule axis' closest point), so d depth / d c = u and
+    d depth / d p1 = -u, with u the unit vector from c to p_closest (the capsule's
+    closest point moves with it, rigidly, when its centre moves). Also against
+    central finite differences of the depth itself."""
+    r1, r2 = 0.5, 0.3
+    c = np.array([0.25, 0.6, 0.1], np.float32)           # beside the capsule's middle
+    g1 = geom([0.0, 0.0, 0.0], rot_axis_angle([0, 1, 0], 0.3), (r1, 1.0, 0) if
+              name == "capsule_sphere" else (r1, 0, 0))
+    g2 = geom(c, size=(r2, 0, 0))
+    f = FUNCS[name][0]
+
+    def depth(p1, p2):
+        out = f(g1._replace(pos=p1), g2._replace(pos=p2))
+        return out.depth[0]
+
+    d1, d2 = jax.jit(jax.grad(depth, argnums=(0, 1)))(jnp.asarray(g1.pos), jnp.asarray(c))
+    if name == "sphere_sphere":
+        closest = np.zeros(3)
+    else:  # the capsule's axis is its local z, turned about y by 0.3 rad
+        ax = np.asarray(g1.rot, np.float64)[:, 2]
+        closest = ax * float(np.dot(c, ax))           # |c . ax| < half length 0.5
+    u = (closest - c) / np.linalg.norm(closest - c)
+    np.testing.assert_allclose(np.asarray(d2), u, atol=2e-6)
+    np.testing.assert_allclose(np.asarray(d1), -u, atol=2e-6)
+    assert float(depth(jnp.asarray(g1.pos), jnp.asarray(c))) == pytest.approx(
+        r1 + r2 - np.linalg.norm(closest - c), abs=1e-6)
+    with jax.enable_x64(True):                          # finite differences in float64
+        g1d = GeomWorld(*[jnp.asarray(x, jnp.float64) for x in g1])
+        g2d = GeomWorld(*[jnp.asarray(x, jnp.float64) for x in g2])
+        eps = 1e-6
+        for k in range(3):
+            e = jnp.zeros(3, jnp.float64).at[k].set(eps)
+            fd = (f(g1d, g2d._replace(pos=g2d.pos + e)).depth[0]
+                  - f(g1d, g2d._replace(pos=g2d.pos - e)).depth[0]) / (2 * eps)
+            assert abs(float(fd) - u[k]) < 1e-6, (k, float(fd), u[k])
