@@ -284,3 +284,16 @@ def test_urdf_tiny_welded_root_holds_a_fixed_base():
     drift = np.abs(np.asarray(fin.pos[0]) - np.asarray(st.pos[0])).max()
     assert drift < 1e-4, drift
     assert np.abs(np.asarray(fin.pos[1]) - np.asarray(st.pos[1])).max() > 1e-3  # the leg moved
+
+
+def test_mjcf_of_defaults_and_assets_only_is_an_empty_world():
+    """Menagerie's shared files (defaults and assets, included by the scenes) compile in
+    MuJoCo to a world with no bodies; jaxode refused them ("needs a <worldbody>")."""
+    mujoco = pytest.importorskip("mujoco")
+    xml = ('<mujoco><default><geom size="0.1"/><joint damping="1"/></default><asset>'
+           '<texture name="t" builtin="checker" width="8" height="8"/></asset></mujoco>')
+    m = mujoco.MjModel.from_xml_string(xml)
+    b = _load(xml)
+    assert m.nbody - 1 == len(b.bodies) == 0 and m.ngeom == len(b.geoms) == 0
+    model = b.build()
+    assert model.nbody == 0

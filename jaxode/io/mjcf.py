@@ -798,7 +798,9 @@ def load_mjcf(path_or_string, builder: Optional[WorldBuilder] = None,
         else:
             ld.collect(wb, np.eye(4), None, "main", bodies)
     if not bodies:
-        raise rep.error(root, "needs a <worldbody>")
+        # a file of <default>s and assets only (Menagerie's shared parts, meant to be
+        # included): MuJoCo compiles it to an empty world, and so does jaxode
+        ld.collect(Node("worldbody", {}, root.line, root), np.eye(4), None, "main", bodies)
 
     # ---- masses of each MJCF body in its own frame
     # welded to the world (no joint up to it): static, its inertia never used (MuJoCo
