@@ -287,3 +287,33 @@ def test_position_servo_dampratio_inheritrange_and_implicit_kv_follow_mujoco():
         _, q = jax.jit(lambda s: jax.lax.scan(body, s, None, length=100))(jaxode.init(model))
     np.testing.assert_allclose(np.asarray(q), ref, atol=1e-9)
     assert abs(ref[-1] - u / 1.5) < 1e-3  # at the target: actuator length gear * q = ctrl
+
+
+def test_stiffness_set_per_world_uses_the_files_springref():
+    """A file whose hinge has springref and ref but stiffness 0, built with the passive
+    rows on: setting the stiffness per world gives MuJoCo's trajectory for the file
+    with that stiffness (the loader keeps springref - ref whatever the stiffness); a
+    springref alone does not switch the rows on."""
+    pytest.importorskip("mujoco")
+    xml = MJCF.format(h=H)
+    q_ref, _ = _mujoco(xml)
+    with jax.enable_x64(True), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        bare = jaxode.load_mjcf('<mujoco><worldbody><body><joint name="j" springref="0.3" '
+                                'ref="0.1"/><geom size="0.1"/></body></worldbody></mujoco>')
+        assert not bare.build().joint_passive
+        b = jaxode.load_mjcf(xml.replace('stiffness="6"', 'stiffness="0"'))
+        info = b.mjcf_info
+        hb, jh = info["bodies"]["h"], info["joints"]["hinge"]
+        b.bodies[hb]["finite_rotation"] = True
+        b.bodies[hb]["angvel"] = np.array([0.0, 0.0, W0])
+        model = b.build()
+        p = model.params.replace(joint_stiffness=model.params.joint_stiffness.at[jh, 0].set(6.0))
+
+        def body(s, _):
+            s = jaxode.step(model, s, H, params=p)
+            return s, ja.hinge_angle(model, s, jh)
+
+        _, ang = jax.jit(lambda s: jax.lax.scan(body, s, None, length=STEPS))(jaxode.init(model))
+    np.testing.assert_allclose(np.asarray(ang) + info["joint_ref"]["hinge"], q_ref[:, 1],
+                               rtol=0, atol=1e-10)

@@ -24,6 +24,7 @@ from jaxode.build.surface import Surface
 from jaxode.build import materials as mat_lib
 from jaxode.types import FRICTION_MODELS, REORDERS, Model, PairGroup, Params
 from jaxode.sim import joints as jt
+from jaxode.sim.joints import passive as passive_lib
 from jaxode.sim import narrowphase, pipeline
 from jaxode import params_spec
 
@@ -624,10 +625,9 @@ class WorldBuilder:
                           fudge_factor=1.0, bounce=0.0, cfm=None, stop_erp=None, stop_cfm=None,
                           damping=0.0, friction=0.0, armature=0.0, stiffness=0.0,
                           springref=0.0)
-    # Gazebo's explicit joint damping (ODEJoint::ApplyExplicitStiffnessDamping) is
-    # applied by the joint types with a joint force API (dJointAddHingeTorque,
-    # dJointAddSliderForce): see jaxode.sim.joints.stage.DAMPED
-    _DAMPED = (jt.HINGE, jt.SLIDER)
+    # damping, armature and springs act on a joint's one coordinate: hinge and slider
+    # (jaxode.sim.joints.passive.PASSIVE)
+    _DAMPED = passive_lib.PASSIVE
 
     def _add_joint(self, jtype: int, body1, body2, naxis: Optional[int], collide: bool,
                    geometry: dict, params: dict, scalars: Optional[dict] = None) -> int:
@@ -702,11 +702,12 @@ class WorldBuilder:
 
     def _passive_on(self) -> bool:
         """Whether the model carries the passive rows (``joint_passive``; None:
-        some hinge or slider has armature, a spring or, implicit, damping)."""
+        some hinge or slider has armature, a stiffness or, implicit, damping)."""
         if self.joint_passive is not None:
             return self.joint_passive
-        keys = ("armature", "stiffness", "springref") + (
-            ("damping",) if self.joint_damping == "implicit" else ())
+        # (a springref without a stiffness does nothing)
+        keys = ("armature", "stiffness") + (("damping",) if self.joint_damping == "implicit"
+                                            else ())
         return any(j["axes"][0][k] != 0 for j in self.joints if j["type"] in self._DAMPED
                    for k in keys)
 

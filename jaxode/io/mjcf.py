@@ -189,6 +189,7 @@ class _Loader:
                          joint_type={}, joint_range={}, geoms={}, visual_geoms=[], actuators={},
                          unsupported=rep.unsupported)
         self.visual_geoms = False
+        self.invweight = None  # dof_invweight0 (_inverse_weights), once per load
 
     # ---------------------------------------------------------------- values
     def attr(self, node: Node, key: str, cls: str, default=None):
@@ -992,7 +993,7 @@ def load_mjcf(path_or_string, builder: Optional[WorldBuilder] = None,
                 # armature) and spring; the spring's reference in the ODE angle, which is
                 # MuJoCo's q minus ref
                 params.update(damping=damping, armature=armature, stiffness=stiffness,
-                              springref=springref - ref if stiffness != 0 else 0.0)
+                              springref=springref - ref)
             for key in ("solreflimit", "solimplimit", "solreffriction", "solimpfriction",
                         "margin"):
                 v = ld.attr(jn, key, cls)
@@ -1095,10 +1096,12 @@ def _equality(ld: _Loader, b: WorldBuilder, e: Node, bodies, names, group, ode_b
     ld.info["joints"][e.attrib.get("name", f"equality{ji}")] = ji
 
 
-def _inverse_weights(info: dict, b: WorldBuilder) -> np.ndarray:
+def _inverse_weights(ld: _Loader, b: WorldBuilder) -> np.ndarray:
     """MuJoCo's dof_invweight0 of hinge and slide dofs: the diagonal of M^-1 at qpos0
-    (the build pose), M the joint-space inertia with the joints' armature."""
-    if "_invweight" not in info:
+    (the build pose), M the joint-space inertia with the joints' armature (computed
+    once per load, on the first dampratio)."""
+    info = ld.info
+    if ld.invweight is None:
         co = info["coordinates"]
         arm = np.zeros(co.nv)
         for name, j in zip(co.names, co.joints):
@@ -1108,8 +1111,8 @@ def _inverse_weights(info: dict, b: WorldBuilder) -> np.ndarray:
         M = co.mass_matrix(np.array([x["pos"] for x in bb]), np.array([x["quat"] for x in bb]),
                            np.array([x["mass"] for x in bb]), np.array([x["inertia"] for x in bb]),
                            arm)
-        info["_invweight"] = np.diag(np.linalg.inv(M))
-    return info["_invweight"]
+        ld.invweight = np.diag(np.linalg.inv(M))
+    return ld.invweight
 
 
 def _actuator(ld: _Loader, a: Node, info: dict, b: WorldBuilder) -> None:
@@ -1160,7 +1163,7 @@ def _actuator(ld: _Loader, a: Node, info: dict, b: WorldBuilder) -> None:
                 raise rep.error(a, "kv and dampratio cannot both be set (MuJoCo: one or the other)")
             # MuJoCo's compiler: kv = 2 dampratio sqrt(kp m), m the reflected inertia
             # 1 / (gear^2 dof_invweight0) of the joint at qpos0
-            w = _inverse_weights(info, b)[info["coordinates"].dof_address(jname)]
+            w = _inverse_weights(ld, b)[info["coordinates"].dof_address(jname)]
             kv = 2.0 * dr * math.sqrt(kp / (gear * gear * w))
         gain, bias = kp, (0.0, -kp, -kv)
     elif a.tag == "velocity":

@@ -28,6 +28,7 @@ from typing import NamedTuple
 import jax.numpy as jnp
 import numpy as np
 
+from jaxode.io.xml_util import mat_to_quat
 from jaxode.sim import math as jm
 
 KINDS = ("free", "ball", "hinge", "slide")
@@ -248,7 +249,6 @@ def joint_record(kind: str, child: int, parent, ref: float, anchor_w, axis_w,
     Rp = np.asarray(parent_R, np.float64)
     rel_R = Rp.T @ np.asarray(child_R, np.float64)
     rel_pos = Rp.T @ (np.asarray(child_pos, np.float64) - parent_pos)
-    from jaxode.io.xml_util import mat_to_quat
     ax = Rp.T @ np.asarray(axis_w, np.float64)
     n = np.linalg.norm(ax)
     ax = ax / n if n > 0 else ax

@@ -169,6 +169,17 @@ def hinge_angle_from_quat(qrel_now, axis):
     return 0.0 - theta  # +0.0, not -0.0, at the reference pose
 
 
+def axis_rows(ax, rotational: bool, ltd, has2):
+    """(j1, j2) (6,): the row along a one-axis coordinate (dxJointLimitMotor's):
+    ``ax`` (3,) world axis, body 1 minus body 2; a linear axis carries the slider's
+    torque decoupling ``ltd`` on both bodies. ``J^T f`` is the joint force f on the
+    bodies (dJointAddHingeTorque / dJointAddSliderForce)."""
+    if rotational:
+        z = jnp.zeros(3, ax.dtype)
+        return jnp.concatenate([z, ax]), jnp.concatenate([z, -ax]) * has2
+    return jnp.concatenate([ax, ltd * has2]), jnp.concatenate([-ax, ltd]) * has2
+
+
 def limot_row(ax, rotational: bool, value, rate_in, p: AxisParams, ltd, has2, fps, use_limits):
     """ODE's dxJointLimitMotor (testRotationalLimit / slider limit + addLimot) for one axis.
 
@@ -187,12 +198,7 @@ def limot_row(ax, rotational: bool, value, rate_in, p: AxisParams, ltd, has2, fp
     pinned = (limit > 0) & (p.lo_stop == p.hi_stop)
     powered_eff = powered & ~pinned
     zero3 = jnp.zeros(3, dtype)
-    if rotational:
-        j1 = jnp.concatenate([zero3, ax])
-        j2 = jnp.concatenate([zero3, -ax]) * has2
-    else:
-        j1 = jnp.concatenate([ax, ltd * has2])
-        j2 = jnp.concatenate([-ax, ltd]) * has2
+    j1, j2 = axis_rows(ax, rotational, ltd, has2)
     # motor
     c = jnp.where(powered_eff & (limit == 0), p.vel, 0.0)
     cfm = jnp.where(powered_eff, p.cfm, 0.0)

@@ -25,7 +25,7 @@ A single hinge or slider thus follows MuJoCo's Euler recursion
 ``(I + a + h d)(w' - w) / h = tau - d w - k (q - q_ref)`` exactly (up to the
 solve's convergence and ODE's own rotation update). ``d`` is the row's only
 when the model is built implicit (``Model.joint_damping_explicit`` False);
-otherwise Gazebo's explicit damping torque applies (stage.damping_wrench).
+otherwise Gazebo's explicit damping torque applies (:func:`explicit_damping`).
 """
 from __future__ import annotations
 
@@ -36,9 +36,9 @@ import jax.numpy as jnp
 
 from jaxode.sim import joints
 from jaxode.sim.joints.basic import Coordinate, hinge_coordinate, slider_coordinate
-from jaxode.sim.joints.common import BodyPair
+from jaxode.sim.joints.common import BodyPair, axis_rows
 
-#: Joint types with a passive row (one coordinate each).
+#: Joint types with a passive row and Gazebo's explicit damping (one coordinate each).
 PASSIVE = (joints.HINGE, joints.SLIDER)
 
 
@@ -63,14 +63,16 @@ def coordinate(jtype: int, g, b: BodyPair) -> Coordinate:
     return hinge_coordinate(g, b) if jtype == joints.HINGE else slider_coordinate(g, b)
 
 
-def axis_vectors(co: Coordinate, has2):
-    """(j1, j2) (6,): the joint's coordinate row, ODE's dxJointLimitMotor axis
-    (a slider's linear row carries the torque decoupling ``ltd``)."""
-    z = jnp.zeros(3, co.axis.dtype)
-    if co.rotational:
-        return jnp.concatenate([z, co.axis]), jnp.concatenate([z, -co.axis]) * has2
-    return (jnp.concatenate([co.axis, co.ltd * has2]),
-            jnp.concatenate([-co.axis, co.ltd]) * has2)
+def explicit_damping(jtype: int, g, b: BodyPair, damping):
+    """Gazebo's explicit joint damping (ODEJoint::ApplyExplicitStiffnessDamping): the
+    joint force ``-damping * rate`` from the start-of-step rate, applied before the
+    step as dJointAddHingeTorque / dJointAddSliderForce do (``J^T f``; a joint
+    attached world-first reads its rate negated and negates the force: no change).
+    Returns (w1, w2) (6,) [force | torque] on body 1 and body 2."""
+    co = coordinate(jtype, g, b)
+    j1, j2 = axis_rows(co.axis, co.rotational, co.ltd, g.has2)
+    f = -damping * co.rate
+    return j1 * f, j2 * f
 
 
 def row(jtype: int, g, b: BodyPair, armature, damping, stiffness, springref, fps) -> PassiveRow:
@@ -78,7 +80,7 @@ def row(jtype: int, g, b: BodyPair, armature, damping, stiffness, springref, fps
     kg], implicit damping d [N m s/rad or N s/m] (0 when explicit), stiffness
     k and springref; fps = 1/h [1/s]."""
     co = coordinate(jtype, g, b)
-    j1, j2 = axis_vectors(co, g.has2)
+    j1, j2 = axis_rows(co.axis, co.rotational, co.ltd, g.has2)
     inv_cfm = armature * fps + damping          # a/h + d  [N m s/rad or N s/m]
     active = inv_cfm > 0
     safe = jnp.where(active, inv_cfm, 1.0)

@@ -36,32 +36,6 @@ def _world_or(value: jax.Array, world: jax.Array) -> jax.Array:
     return jnp.where(value < 0, world, value)
 
 
-# Joint types that apply Gazebo's joint damping (ODEJoint::ApplyExplicitStiffnessDamping
-# through dJointAddHingeTorque / dJointAddSliderForce).
-DAMPED = (joints.HINGE, joints.SLIDER)
-
-
-def damping_wrench(g, b: Bodies, c: jax.Array):
-    """Gazebo's explicit joint damping of a hinge or slider group: the joint force
-    -c * rate [N m or N] (c (J,) the first axis's damping, rate the joint's velocity
-    at the start of the step) applied as dJointAddHingeTorque / dJointAddSliderForce
-    does: +along the axis on body 1, - on body 2 (the slider's force at the
-    bodies' midpoint: ODE's torque decoupling). A joint attached world-first reads
-    its rate negated and negates the applied force (dJOINT_REVERSE): no change.
-    Returns (w1, w2) (J, 6) [force | torque] on body 1 and body 2."""
-    r1 = jax.vmap(jm.quat_to_mat)(b.quat[g.body1])
-    ax = jm.einsum("jab,jb->ja", r1, g.axis1)
-    if g.type == joints.HINGE:
-        rate = jm.sum_terms(ax * (b.angvel[g.body1] - b.angvel[g.body2]), -1)
-        t = ax * (-c * rate)[:, None]
-        z = jnp.zeros_like(t)
-        return jnp.concatenate([z, t], -1), jnp.concatenate([z, -t], -1) * g.has2[:, None]
-    rate = jm.sum_terms(ax * (b.vel[g.body1] - b.vel[g.body2]), -1)
-    f = ax * (-c * rate)[:, None]
-    ltd = jnp.cross(0.5 * (b.pos[g.body2] - b.pos[g.body1]), f) * g.has2[:, None]
-    return jnp.concatenate([f, ltd], -1), jnp.concatenate([-f, ltd], -1) * g.has2[:, None]
-
-
 def _with_passive_row(g, bp, p: Params, fps, dtype, explicit: bool, jr):
     """``jr`` (a group's rows, joint-major (J, m)) with each joint's passive row
     appended (jaxode.sim.joints.passive: implicit damper + armature, m + 1 rows),
@@ -87,14 +61,14 @@ def _with_passive_row(g, bp, p: Params, fps, dtype, explicit: bool, jr):
         lo=jnp.concatenate([jr.lo, -inf.astype(jr.lo.dtype)], 1),
         hi=jnp.concatenate([jr.hi, inf.astype(jr.hi.dtype)], 1),
         active=jnp.concatenate([jr.active, pr.active[:, None]], 1))
-    return jr, pr.w1.astype(dtype), (pr.w2 * g.has2[:, None]).astype(dtype)
+    return jr, pr.w1.astype(dtype), pr.w2.astype(dtype)
 
 
 def rows(model: Model, p: Params, b: Bodies) -> JointRowTables:
     """Rows of all joints (module docstring). Gazebo's joint friction (``joint_friction``
     > 0) replaces the axis's motor by a zero-velocity one with fmax = friction;
-    joint damping adds :func:`damping_wrench` to the joint wrench where the model
-    is built explicit (Gazebo's form), else it is the passive row's; with
+    joint damping adds :func:`passive.explicit_damping` to the joint wrench where the
+    model is built explicit (Gazebo's form), else it is the passive row's; with
     ``Model.joint_passive`` each hinge and slider has one more row (implicit
     damper and armature) and its spring's wrench (:mod:`jaxode.sim.joints.passive`)."""
     dtype = b.pos.dtype
@@ -107,10 +81,6 @@ def rows(model: Model, p: Params, b: Bodies) -> JointRowTables:
             fr = p.joint_friction[g.ids]
             vel = jnp.where(fr > 0, 0.0, vel)
             fmax = jnp.where(fr > 0, fr, fmax)
-        explicit = getattr(model, "joint_damping_explicit", True)
-        if p.joint_damping is not None and g.type in DAMPED and explicit:
-            w1, w2 = damping_wrench(g, b, p.joint_damping[g.ids, 0].astype(dtype))
-            extra = extra.at[g.body1].add(w1.astype(dtype)).at[g.body2].add(w2.astype(dtype))
         ax = joints.AxisParams(
             lo_stop=p.joint_lo_stop[g.ids], hi_stop=p.joint_hi_stop[g.ids],
             vel=vel, fmax=fmax,
@@ -125,7 +95,12 @@ def rows(model: Model, p: Params, b: Bodies) -> JointRowTables:
                              b.pos[g.body2], b.quat[g.body2], b.vel[g.body2], b.angvel[g.body2])
         jr = jax.vmap(lambda gg, bb, a: joints.joint_rows(g.type, gg, bb, a, p.erp, p.cfm, b.fps))(
             g, bp, jp)
-        if getattr(model, "joint_passive", False) and g.type in passive.PASSIVE:
+        explicit = model.joint_damping_explicit
+        if explicit and p.joint_damping is not None and g.type in passive.PASSIVE:
+            w1, w2 = jax.vmap(lambda gg, bb, d: passive.explicit_damping(g.type, gg, bb, d))(
+                g, bp, p.joint_damping[g.ids, 0].astype(dtype))
+            extra = extra.at[g.body1].add(w1.astype(dtype)).at[g.body2].add(w2.astype(dtype))
+        if model.joint_passive and g.type in passive.PASSIVE:
             jr, w1, w2 = _with_passive_row(g, bp, p, b.fps, dtype, explicit, jr)
             extra = extra.at[g.body1].add(w1).at[g.body2].add(w2)
         nj, m = jr.c.shape
