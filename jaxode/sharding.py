@@ -35,6 +35,9 @@ the same jitted function; each host holds and steps only its own worlds. Make
 the global arrays with ``jax.make_array_from_process_local_data(sharding,
 local_batch)`` from each process's slice, or with :func:`shard_worlds` when
 every process holds the whole batch (it keeps only its own shards).
+``jaxode.sweep`` needs none of this: under ``jax.distributed`` it deals its
+chunks over the processes itself and every process returns the whole result
+(docs/SWEEPS.md).
 """
 from __future__ import annotations
 

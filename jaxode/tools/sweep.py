@@ -36,6 +36,7 @@ from __future__ import annotations
 import builtins
 import dataclasses
 import math
+import os
 import re
 import sys
 import time
@@ -46,7 +47,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxode import api, compile_notice, params_spec
-from jaxode.tools import capacity
+from jaxode.tools import capacity, sweep_store
 from jaxode.tools.metrics import unit_of
 from jaxode.types import Model, Params, State, Trajectory
 
@@ -205,6 +206,14 @@ class SweepResult:
 
     def __len__(self) -> int:
         return int(np.prod(self.grid_shape))
+
+    @classmethod
+    def load(cls, path) -> "SweepResult":
+        """The result of a finished ``sweep(..., out=path)`` from the directory alone
+        (its stats hold the sweep's sizes, not a wall time). ValueError for a
+        directory that is not a sweep's, or one still missing chunks (rerun the
+        sweep to finish it)."""
+        return sweep_store.load(path)
 
     def __repr__(self) -> str:
         return (f"SweepResult({len(self)} variants, grid {self.grid_shape} over "
@@ -437,11 +446,80 @@ class _Progress:
             self.bar.close()
 
 
+def _chunks_of_process(n_chunks: int, on_disk: set, n_proc: int, me: int) -> list:
+    """The chunks process ``me`` of ``n_proc`` delivers, in order.
+
+    One process: all. Several (``jax.distributed``): a chunk some process finds in
+    its ``out`` directory belongs to the lowest such process (so a shared or a
+    per-host directory both work), the missing ones are dealt round-robin; every
+    process agrees because they exchange which chunks they hold.
+    """
+    if n_proc == 1:
+        return list(range(n_chunks))
+    held = np.zeros(n_chunks, bool)
+    held[list(on_disk)] = True
+    masks = np.asarray(_allgather(held)).reshape(n_proc, n_chunks)
+    have = masks.any(axis=0)
+    owner = np.where(have, masks.argmax(axis=0), -1)
+    missing = np.flatnonzero(~have)
+    owner[missing] = np.arange(len(missing)) % n_proc
+    return [int(c) for c in np.flatnonzero(owner == me)]
+
+
+def _allgather(tree):
+    """Every process's ``tree`` stacked on a new leading axis (process order)."""
+    from jax.experimental import multihost_utils
+    try:
+        return multihost_utils.process_allgather(tree)
+    except Exception as e:  # noqa: BLE001 - the backend's error, explained
+        raise RuntimeError(
+            f"sweep: {jax.process_count()} processes (jax.distributed) must exchange their "
+            f"chunks, and the collective failed ({type(e).__name__}: {e}). On CPU, enable "
+            "collectives before jax.distributed.initialize(): jax.config.update("
+            "'jax_cpu_collectives_implementation', 'gloo')") from e
+
+
+def _record_shapes(model, state, dt_arr, params, full, batch, n_steps, metric_items) -> dict:
+    """A zero chunk record of the right shapes and dtypes (traced, not run), for a
+    process that delivers no chunk of a distributed sweep."""
+    chunk = params.replace(**{f: jnp.asarray(v[:1].repeat(batch, 0)) for f, v in full.items()})
+    shapes = jax.eval_shape(lambda p: _run_batch_jit(model, state, dt_arr, p, n_steps=n_steps,
+                                                     metric_items=metric_items), chunk)
+    res, (pairs, contacts, found) = jax.tree.map(lambda a: np.zeros(a.shape, a.dtype), shapes)
+    return {"metrics": res, "drops": {"pairs": pairs, "contacts": contacts, "found": found}}
+
+
+def _gather_records(records: dict, template: dict, n_chunks: int, computed: int):
+    """Every process's chunk records, on every process: each sends its own (padded
+    to the largest count with copies of ``template``, index -1)."""
+    n_mine = np.asarray(_allgather(np.asarray([len(records), computed], np.int64)))
+    k = int(n_mine[:, 0].max())
+    order = sorted(records)
+    idx = np.full(k, -1, np.int64)
+    idx[:len(order)] = order
+    rows = [records[c] for c in order] + [template] * (k - len(order))
+    stacked = jax.tree.map(lambda *xs: np.stack(xs), *rows) if k else None
+    got_idx, got = _allgather((idx, stacked))
+    got_idx = np.asarray(got_idx)
+    out = {}
+    for p in range(got_idx.shape[0]):
+        for j, c in enumerate(got_idx[p]):
+            if c >= 0:
+                out[int(c)] = jax.tree.map(lambda a: np.asarray(a)[p, j], got)
+    missing = sorted(set(range(n_chunks)) - set(out))
+    if missing:
+        raise RuntimeError(f"sweep: after the exchange chunks {missing[:5]} are missing "
+                           "(processes disagree on the sweep: did every process call it with "
+                           "the same arguments?)")
+    return out, int(n_mine[:, 1].sum())
+
+
 def sweep(model: Model, state: State, n_steps: int, dt: float,
           grid: Mapping[Any, Any], metrics: Mapping[str, Callable], zip: bool = False,
           chunk_size: Optional[int] = None, progress: Union[None, bool, Callable] = None,
           memory_budget: Optional[int] = None,
-          units: Optional[Mapping[str, str]] = None) -> SweepResult:
+          units: Optional[Mapping[str, str]] = None,
+          out: Union[None, str, os.PathLike] = None) -> SweepResult:
     """Roll out one scene for every variant of its parameters; evaluate ``metrics``.
 
     model, state: the scene and ONE world's initial state (``jaxode.init(model)``).
@@ -472,9 +550,27 @@ def sweep(model: Model, state: State, n_steps: int, dt: float,
     units: metric name -> unit for the tables and plot labels, where
       :func:`jaxode.metrics.unit_of` does not know it (your own metrics; or
       set ``fn.unit``). Parameters' units come from :mod:`jaxode.params_spec`.
+    out: a directory that keeps the sweep (:mod:`jaxode.tools.sweep_store`):
+      each chunk is written there, atomically, as it finishes, with the grid,
+      the scene's digest and the metric names. Calling ``sweep`` again with the
+      same arguments and ``out`` computes only the chunks missing (a killed or
+      preempted sweep resumes; a finished one just loads) and returns the same
+      table bit for bit; a call that describes another sweep (scene, grid,
+      n_steps, dt, metric names, chunk_size) is refused with ValueError naming
+      the difference. ``SweepResult.load(out)`` reads a finished one alone.
+
+    Several processes (``jax.distributed.initialize`` before, every process
+    calling ``sweep`` with the same arguments): the chunks are dealt over the
+    processes, exchanged (a collective; on CPU set
+    ``jax_cpu_collectives_implementation`` to ``"gloo"`` before initialising),
+    and every process returns the whole table, bit for bit the one-process
+    result on the same backend. With ``out`` (shared or one per host) the
+    chunks already on any process's disk are not computed again.
 
     Returns a :class:`SweepResult` (``stats`` holds the batch, the number of
-    chunks, the wall time and world-steps/s). Raises ValueError for an unknown
+    chunks, how many were computed in this call and how many loaded from
+    ``out``, ``process_count``, the wall time and world-steps/s of the chunks
+    computed). Raises ValueError for an unknown
     parameter (listing the valid names), a value outside ODE's range (naming
     the key and the range), unequal zip lengths, bad sizes.
     """
@@ -560,46 +656,90 @@ def sweep(model: Model, state: State, n_steps: int, dt: float,
                    else v.astype(default.dtype))
     metric_items = tuple((name, fn) for name, fn in metrics.items())
     batch = _batch_size(n, chunk_size, memory_budget, state, params, n_steps)
+    if out is not None and chunk_size is None:
+        # a resumed sweep keeps the chunks it was cut into
+        batch = sweep_store.stored_batch(out) or batch
     n_chunks = -(-n // batch)
     dt_arr = jnp.asarray(dt, state.pos.dtype)
-
-    report = _Progress(progress, n, n_chunks)
-    outs, drops = [], []
-    t0 = time.perf_counter()
-    try:
-        for c in range(n_chunks):
-            # Variants c*batch ... (padded with the last variant up to the batch size).
-            rows = np.minimum(np.arange(c * batch, (c + 1) * batch), n - 1)
-            chunk = params.replace(**{f: jnp.asarray(v[rows]) for f, v in full.items()})
-            with compile_notice.notice(f"the sweep ({batch} worlds x {n_steps} steps, "
-                                       f"{model.nbody} bod{'y' if model.nbody == 1 else 'ies'})", enabled=progress is not False):
-                res = _run_batch_jit(model, state, dt_arr, chunk, n_steps=n_steps,
-                                     metric_items=metric_items)
-            res, dropped = res
-            outs.append(jax.tree.map(np.asarray, res))
-            drops.append(jax.tree.map(lambda x: np.asarray(x)[:min(batch, n - c * batch)],
-                                      dropped))
-            report.update(min((c + 1) * batch, n), min(batch, n - c * batch))
-    finally:
-        report.close()
-    wall = time.perf_counter() - t0
-    for name, _ in metric_items:
-        columns[name] = np.concatenate([o[name] for o in outs])[:n]
-    pairs, contacts, found = (np.concatenate(x) for x in builtins.zip(*drops))
-    start = (np.asarray(state.overflow_pairs), np.asarray(state.overflow_contacts))
-    capacity._warn(model, pairs - start[0], contacts - start[1], found, True, None, "sweep",
-                   once=True, stacklevel=2)
 
     if zip:
         axes = {k.name: columns[k.name] for k in keys}
     else:
         axes = {k.name: v for k, v in builtins.zip(keys, values)}
-    stats = dict(n_variants=n, n_steps=n_steps, batch=batch, n_chunks=n_chunks, wall_s=wall,
-                 world_steps_per_s=n * n_steps / wall if wall > 0 else float("inf"))
     col_units = {k.name: params_spec.SPECS[k.field].unit if k.field in params_spec.SPECS else ""
                  for k in keys}
     for name, fn in metric_items:
         col_units[name] = units.get(name, unit_of(fn) or "")
+
+    store = None
+    if out is not None:
+        manifest = dict(format=sweep_store.FORMAT,
+                        scene=sweep_store.scene_digest(model, state, n_steps, dt),
+                        n_steps=n_steps, dt=float(dt), params=list(names),
+                        grid_shape=list(grid_shape), zip=bool(zip),
+                        grid=sweep_store.grid_digest(full), metrics=list(metrics),
+                        batch=batch, n_chunks=n_chunks, n_variants=n, units=col_units)
+        store = sweep_store.Store.open(out, manifest, columns, axes)
+    n_proc, me = jax.process_count(), jax.process_index()
+    on_disk = store.done() if store is not None else set()
+    mine = _chunks_of_process(n_chunks, on_disk, n_proc, me)
+
+    def compute(c):
+        # Variants c*batch ... (padded with the last variant up to the batch size).
+        rows = np.minimum(np.arange(c * batch, (c + 1) * batch), n - 1)
+        chunk = params.replace(**{f: jnp.asarray(v[rows]) for f, v in full.items()})
+        with compile_notice.notice(f"the sweep ({batch} worlds x {n_steps} steps, "
+                                   f"{model.nbody} bod{'y' if model.nbody == 1 else 'ies'})",
+                                   enabled=progress is not False):
+            res, (pairs, contacts, found) = _run_batch_jit(
+                model, state, dt_arr, chunk, n_steps=n_steps, metric_items=metric_items)
+        return {"metrics": jax.tree.map(np.asarray, res),
+                "drops": {"pairs": np.asarray(pairs), "contacts": np.asarray(contacts),
+                          "found": np.asarray(found)}}
+
+    report = _Progress(progress, sum(min(batch, n - c * batch) for c in mine), len(mine))
+    records, computed = {}, 0
+    t0 = time.perf_counter()
+    try:
+        done = 0
+        for c in mine:
+            rec = store.read(c) if c in on_disk else None
+            if rec is None:
+                rec = compute(c)
+                computed += 1
+                if store is not None:
+                    store.write(c, rec)
+            records[c] = rec
+            done += min(batch, n - c * batch)
+            report.update(done, min(batch, n - c * batch))
+    finally:
+        report.close()
+    if n_proc > 1:
+        template = (records[mine[0]] if mine else
+                    _record_shapes(model, state, dt_arr, params, full, batch, n_steps,
+                                   metric_items))
+        gathered, n_computed = _gather_records(records, template, n_chunks, computed)
+        for c, rec in gathered.items():
+            if (c not in records and store is not None and c not in on_disk
+                    and not os.path.exists(store.chunk_path(c))):  # a per-host directory
+                store.write(c, rec)
+        records = {**gathered, **records}
+        computed = n_computed
+    wall = time.perf_counter() - t0
+    names_metrics = [name for name, _ in metric_items]
+    man = dict(n_variants=n, batch=batch, n_chunks=n_chunks, metrics=names_metrics)
+    columns, (pairs, contacts, found) = sweep_store.assemble(man, columns, records)
+    start = (np.asarray(state.overflow_pairs), np.asarray(state.overflow_contacts))
+    capacity._warn(model, pairs - start[0], contacts - start[1], found, True, None, "sweep",
+                   once=True, stacklevel=2)
+
+    steps_run = min(computed * batch, n) * n_steps
+    stats = dict(n_variants=n, n_steps=n_steps, batch=batch, n_chunks=n_chunks, wall_s=wall,
+                 world_steps_per_s=steps_run / wall if wall > 0 else float("inf"),
+                 chunks_computed=computed, chunks_loaded=n_chunks - computed,
+                 process_count=n_proc)
+    if out is not None:
+        stats["out"] = os.fspath(out)
     return SweepResult(columns=columns, params=tuple(names), metrics=tuple(metrics),
                        grid_shape=grid_shape, axes=axes, zipped=bool(zip), stats=stats,
                        units=col_units)
