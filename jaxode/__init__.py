@@ -27,12 +27,13 @@ from jaxode.joint_api import (add_piston_force, add_pr_torque, piston_angle,  # 
                               piston_angle_rate, piston_position, piston_position_rate, pr_angle,
                               pr_angle_rate, pr_position, pr_position_rate)
 from jaxode.sim.rays import raycast  # noqa: E402  (the module is jaxode.sim.rays)
-from jaxode.build.surface import Surface, erp_cfm_from_kp_kd
+from jaxode.build.surface import Surface  # noqa: E402
+from jaxode.sim.constraint import erp_cfm_from_kp_kd  # noqa: E402
 from jaxode.build.materials import MaterialTable, load_materials, set_pair as set_material_pair
 from jaxode.tools import metrics  # noqa: E402
 from jaxode.tools.sweep import SweepResult, sweep  # noqa: E402
-from jaxode.tools.capacity import (Capacities, CapacityWarning, needed_capacities,  # noqa: E402
-                                   warn_overflow)
+from jaxode.overflow_report import CapacityWarning, warn_overflow  # noqa: E402
+from jaxode.tools.capacity import Capacities, needed_capacities  # noqa: E402
 from jaxode.tools.rendering import Camera, render, render_trajectory, save_gif  # noqa: E402
 from jaxode.tools.rendering import grid as render_grid  # noqa: E402
 from jaxode.sharding import map_worlds, shard_worlds, world_mesh  # noqa: E402

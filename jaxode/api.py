@@ -14,7 +14,7 @@ from jaxode import compile_notice, params_spec
 from jaxode.sim import autodisable, batch_rules
 from jaxode.sim.pipeline import guarded_step
 from jaxode.sim.solver import batching
-from jaxode.tools.capacity import warn_overflow
+from jaxode.overflow_report import warn_overflow
 from jaxode.types import Model, Params, State, Trajectory, empty_contacts
 
 

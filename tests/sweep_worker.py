@@ -57,13 +57,11 @@ def main(argv):
         save(run(out), result)
         jax.distributed.shutdown()
         return
-    progress = False
-    if len(argv) > 4:
-        kill_after = int(argv[4])
+    kill_after = int(argv[4]) if len(argv) > 4 else None
 
-        def progress(done, total):
-            if done >= kill_after:
-                os.kill(os.getpid(), signal.SIGKILL)
+    def progress(done, total):
+        if kill_after is not None and done >= kill_after:
+            os.kill(os.getpid(), signal.SIGKILL)
     save(run(out, progress), result)
 
 

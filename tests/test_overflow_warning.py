@@ -26,7 +26,7 @@ import numpy as np
 import pytest
 
 import jaxode
-from jaxode.tools import capacity
+from jaxode import overflow_report
 
 HALF = 0.1     # cube half extent [m]
 DT = 0.01
@@ -51,9 +51,9 @@ def _cubes(floor: str = "plane", **build) -> jaxode.Model:
 @pytest.fixture(autouse=True)
 def _fresh_registry():
     """Each test sees the first warning of a scene (the registry is per process)."""
-    capacity._WARNED.clear()
+    overflow_report._WARNED.clear()
     yield
-    capacity._WARNED.clear()
+    overflow_report._WARNED.clear()
 
 
 def _caught(fn, where=None):
@@ -104,7 +104,7 @@ def test_eager_vmap_rollout_warns_and_a_jitted_one_is_checked_by_warn_overflow()
     assert len(msgs) == 1 and "2 of 2 worlds dropped contacts" in msgs[0], msgs
     assert _suggested(msgs[0], "contact_capacity") == 8
 
-    capacity._WARNED.clear()
+    overflow_report._WARNED.clear()
     (finals_j, trajs_j), inside = _caught(lambda: jax.jit(jax.vmap(run))(states))
     assert inside == []           # nothing reaches the host from inside a jit
     np.testing.assert_array_equal(np.asarray(finals_j.overflow_contacts),

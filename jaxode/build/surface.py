@@ -236,21 +236,3 @@ def extend_surface(cls: type, specs=None) -> type:
 
 Surface = extend_surface(Surface)
 _GEOM_SPECS = [s for s in params_spec.SPECS_LIST if s.entity == "geom"]
-
-
-def erp_cfm_from_kp_kd(kp, kd, dt):
-    """ERP and CFM that make a constraint a spring of stiffness ``kp`` [N/m]
-    and damper ``kd`` [N s/m] at step ``dt`` [s] (ODE manual, "Soft constraint
-    and constraint force mixing"): ``erp = dt kp / (dt kp + kd)``,
-    ``cfm = 1 / (dt kp + kd)`` [m/(s N)], the same effect as the spring-damper
-    integrated implicitly (first order). A body of mass m resting on such a
-    contact sinks to the depth ``m g / kp``.
-
-    For contacts set them per geom: ``Surface(soft_erp=erp, soft_cfm=cfm)``,
-    or at run time (differentiable in kp and kd) ``params.replace(
-    soft_erp=params.soft_erp.at[g].set(erp), soft_cfm=params.soft_cfm.at[g].set(cfm))``.
-    Soft contacts are the smoothing knob for gradients through contact
-    forces (see README, Gradients). Works on floats and JAX arrays.
-    """
-    hk = dt * kp
-    return hk / (hk + kd), 1.0 / (hk + kd)

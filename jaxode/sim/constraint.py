@@ -31,8 +31,25 @@ import jax.numpy as jnp
 from jaxode import params_spec
 from jaxode._struct import pytree_dataclass, static_field
 from jaxode.sim import math as jm
-from jaxode.build.surface import erp_cfm_from_kp_kd
 from jaxode.types import FRICTION_BOX, FRICTION_CONE, Contacts, Model, Params
+
+
+def erp_cfm_from_kp_kd(kp, kd, dt):
+    """ERP and CFM that make a constraint a spring of stiffness ``kp`` [N/m]
+    and damper ``kd`` [N s/m] at step ``dt`` [s] (ODE manual, "Soft constraint
+    and constraint force mixing"): ``erp = dt kp / (dt kp + kd)``,
+    ``cfm = 1 / (dt kp + kd)`` [m/(s N)], the same effect as the spring-damper
+    integrated implicitly (first order). A body of mass m resting on such a
+    contact sinks to the depth ``m g / kp``.
+
+    For contacts set them per geom: ``Surface(soft_erp=erp, soft_cfm=cfm)``,
+    or at run time (differentiable in kp and kd) ``params.replace(
+    soft_erp=params.soft_erp.at[g].set(erp), soft_cfm=params.soft_cfm.at[g].set(cfm))``.
+    Soft contacts are the smoothing knob for gradients through contact
+    forces (see README, Gradients). Works on floats and JAX arrays.
+    """
+    hk = dt * kp
+    return hk / (hk + kd), 1.0 / (hk + kd)
 
 
 class Rows(NamedTuple):

@@ -47,7 +47,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxode import api, compile_notice, params_spec
-from jaxode.tools import capacity, sweep_store
+from jaxode import overflow_report
+from jaxode.tools import sweep_store
 from jaxode.tools.metrics import unit_of
 from jaxode.types import Model, Params, State, Trajectory
 
@@ -730,7 +731,7 @@ def sweep(model: Model, state: State, n_steps: int, dt: float,
     man = dict(n_variants=n, batch=batch, n_chunks=n_chunks, metrics=names_metrics)
     columns, (pairs, contacts, found) = sweep_store.assemble(man, columns, records)
     start = (np.asarray(state.overflow_pairs), np.asarray(state.overflow_contacts))
-    capacity._warn(model, pairs - start[0], contacts - start[1], found, True, None, "sweep",
+    overflow_report._warn(model, pairs - start[0], contacts - start[1], found, True, None, "sweep",
                    once=True, stacklevel=2)
 
     steps_run = min(computed * batch, n) * n_steps

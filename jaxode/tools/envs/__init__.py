@@ -31,17 +31,14 @@ Environments (``make(name, **options)``; options are the class's arguments):
 """
 from __future__ import annotations
 
-import inspect
-
 from jaxode.tools.envs.cartpole import CartPole
 from jaxode.tools.envs.core import AutoReset, Env, EnvState
 from jaxode.tools.envs.gym_adapter import GYM_IDS, register_gymnasium, to_gymnasium, to_sb3
 from jaxode.tools.envs.pendulum import Pendulum
 from jaxode.tools.envs.push_box import PushBox
 from jaxode.tools.envs.randomize import check_randomize, param_names, randomize_params
+from jaxode.tools.envs.registry import BRAX_NAMES, ENVS, REGISTRY, make
 from jaxode.tools.envs.walker import Walker
-
-ENVS = {"cartpole": CartPole, "pendulum": Pendulum, "push_box": PushBox, "walker": Walker}
 
 
 def to_brax(env, **options):
@@ -69,22 +66,8 @@ def register_brax() -> list:
     return _f()
 
 
-def make(name: str, **options) -> Env:
-    """The environment ``name`` (one of ``ENVS``) built with ``options``."""
-    if name not in ENVS:
-        raise ValueError(f"unknown environment {name!r}; choose from {sorted(ENVS)}")
-    cls = ENVS[name]
-    allowed = [p for p in inspect.signature(cls.__init__).parameters if p != "self"]
-    unknown = sorted(set(options) - set(allowed))
-    if unknown:
-        raise ValueError(f"env {name!r}: unknown option(s) {unknown}; options are {allowed}")
-    from jaxode import compile_notice
-    with compile_notice.notice(f"env {name!r} (building it)"):
-        return cls(**options)
-
-
 register_gymnasium()  # gym.make("jaxode/CartPole-v0") after import jaxode (no-op without gymnasium)
 
-__all__ = ["make", "ENVS", "Env", "EnvState", "AutoReset", "to_gymnasium", "to_sb3", "to_brax",
+__all__ = ["make", "ENVS", "REGISTRY", "BRAX_NAMES", "Env", "EnvState", "AutoReset", "to_gymnasium", "to_sb3", "to_brax",
            "brax_randomization", "register_brax", "register_gymnasium", "GYM_IDS", "CartPole",
            "Pendulum", "PushBox", "Walker", "randomize_params", "check_randomize", "param_names"]

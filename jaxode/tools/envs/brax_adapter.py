@@ -207,16 +207,13 @@ def brax_randomization(randomize: dict) -> Callable:
     return randomization_fn
 
 
-_BRAX_NAMES = {"jaxode_cartpole": "cartpole", "jaxode_pendulum": "pendulum",
-               "jaxode_walker": "walker", "jaxode_push_box": "push_box"}
-
-
 def register_brax() -> list[str]:
     """Add the jaxode envs to Brax's registry as ``jaxode_cartpole``,
     ``jaxode_pendulum``, ``jaxode_walker`` and ``jaxode_push_box``
     (``brax.envs.get_environment(name, **options)``); returns the names."""
     import brax.envs
 
-    for bname, name in _BRAX_NAMES.items():
+    from jaxode.tools.envs.registry import BRAX_NAMES
+    for bname, name in BRAX_NAMES.items():
         brax.envs.register_environment(bname, lambda _n=name, **kw: to_brax(_n, **kw))
-    return sorted(_BRAX_NAMES)
+    return sorted(BRAX_NAMES)

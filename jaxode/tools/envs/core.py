@@ -31,7 +31,7 @@ import numpy as np
 import jaxode
 from jaxode import compile_notice
 from jaxode._struct import pytree_dataclass
-from jaxode.tools.capacity import warn_overflow
+from jaxode.overflow_report import warn_overflow
 from jaxode.tools.envs.randomize import check_randomize, randomize_params
 from jaxode.types import Model, Params, State
 

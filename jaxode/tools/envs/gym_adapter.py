@@ -36,11 +36,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxode.tools.envs.core import AutoReset, Env
+from jaxode.tools.envs.core import Env
+from jaxode.tools.envs.host import (RENDER_MODES, as_env, check_render_mode, host_actions,
+                                    env_metadata, render_fn, single_spaces)
+from jaxode.tools.envs.registry import GYM_IDS
 
 try:
     import gymnasium
-    from gymnasium import spaces
     from gymnasium.vector import VectorEnv
     from gymnasium.vector.utils import batch_space
     GymEnv = gymnasium.Env
@@ -49,63 +51,10 @@ except ImportError:  # pragma: no cover - optional dependency
     VectorEnv = object
     GymEnv = object
 
-RENDER_MODES = ["rgb_array"]
-
-
 def _need_gymnasium(what: str) -> None:
     if gymnasium is None:
         raise ImportError(f"{what} needs gymnasium >= 1.0: pip install 'jaxode[gym]'")
 
-
-def _jaxode_env(env, where: str) -> Env:
-    if isinstance(env, str):
-        from jaxode.tools.envs import make
-        env = make(env)
-    if isinstance(env, AutoReset):
-        env = env.env  # the adapters reset finished worlds themselves
-    if not isinstance(env, Env):
-        raise ValueError(f"{where}: env must be a jaxode.envs.Env (got {type(env).__name__})")
-    return env
-
-
-def _check_render_mode(render_mode, where: str):
-    if render_mode is not None and render_mode not in RENDER_MODES:
-        raise ValueError(f"{where}: render_mode must be None or one of {RENDER_MODES} "
-                         f"(got {render_mode!r})")
-    return render_mode
-
-
-def single_spaces(env: Env):
-    """(observation space, action space) of one world as gymnasium spaces."""
-    obs = spaces.Box(np.asarray(env.obs_low, np.float32), np.asarray(env.obs_high, np.float32),
-                     (env.observation_size,), np.float32)
-    if env.num_actions is not None:
-        act = spaces.Discrete(env.num_actions)
-    else:
-        act = spaces.Box(np.asarray(env.action_low, np.float32),
-                         np.asarray(env.action_high, np.float32), (env.action_size,), np.float32)
-    return obs, act
-
-
-def _actions(env: Env, actions, batch: tuple):
-    """Checked actions as a JAX array of fixed dtype and shape (one compile)."""
-    env.check_action(np.asarray(actions), batch=batch)
-    if env.num_actions is not None:
-        return jnp.asarray(np.asarray(actions).astype(np.int32).reshape(batch))
-    a = np.asarray(actions, np.float64).reshape(batch + (env.action_size,))
-    return jnp.asarray(a, env.dtype)
-
-
-def _render_fn(env: Env, width: int, height: int):
-    import jaxode
-
-    cam = env.camera
-    return env._jit(("render", width, height, cam),
-                    lambda: lambda s: jaxode.render(env.model, s, cam, width, height))
-
-
-def _metadata(env: Env) -> dict:
-    return {"render_modes": list(RENDER_MODES), "render_fps": max(1, round(1.0 / env.control_dt))}
 
 
 class JaxodeGymEnv(GymEnv):
@@ -120,10 +69,10 @@ class JaxodeGymEnv(GymEnv):
     def __init__(self, env: Union[Env, str], render_mode: Optional[str] = None,
                  width: int = 320, height: int = 240):
         _need_gymnasium("to_gymnasium")
-        self.env = _jaxode_env(env, "to_gymnasium")
-        self.render_mode = _check_render_mode(render_mode, "to_gymnasium")
+        self.env = as_env(env, "to_gymnasium")
+        self.render_mode = check_render_mode(render_mode, "to_gymnasium")
         self.width, self.height = int(width), int(height)
-        self.metadata = _metadata(self.env)
+        self.metadata = env_metadata(self.env)
         self.observation_space, self.action_space = single_spaces(self.env)
         self._key = None
         self._state = None
@@ -143,7 +92,7 @@ class JaxodeGymEnv(GymEnv):
     def step(self, action):
         if self._state is None:
             raise RuntimeError("call reset() before step()")
-        s = self._step(self._state, _actions(self.env, action, ()))
+        s = self._step(self._state, host_actions(self.env, action, ()))
         self._state = s
         self.env._watch_overflow(s.physics)
         trunc = bool(s.info["truncation"])
@@ -157,7 +106,7 @@ class JaxodeGymEnv(GymEnv):
             return None
         if self._state is None:
             raise RuntimeError("call reset() before render()")
-        return np.array(_render_fn(self.env, self.width, self.height)(self._state.physics))
+        return np.array(render_fn(self.env, self.width, self.height)(self._state.physics))
 
     def close(self):
         self._state = None
@@ -177,14 +126,14 @@ class JaxodeVectorEnv(VectorEnv):
     def __init__(self, env: Env, num_envs: int, seed: Optional[int] = None,
                  render_mode: Optional[str] = None, width: int = 320, height: int = 240):
         _need_gymnasium("to_gymnasium")
-        env = _jaxode_env(env, "to_gymnasium")
+        env = as_env(env, "to_gymnasium")
         if not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
             raise ValueError(f"to_gymnasium: num_envs must be an integer >= 1 (got {num_envs!r})")
         self.env = env
         self.num_envs = int(num_envs)
-        self.render_mode = _check_render_mode(render_mode, "to_gymnasium")
+        self.render_mode = check_render_mode(render_mode, "to_gymnasium")
         self.width, self.height = int(width), int(height)
-        self.metadata = {**_metadata(env),
+        self.metadata = {**env_metadata(env),
                          "autoreset_mode": gymnasium.vector.AutoresetMode.NEXT_STEP}
         self.single_observation_space, self.single_action_space = single_spaces(env)
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
@@ -210,7 +159,7 @@ class JaxodeVectorEnv(VectorEnv):
         """One env step of every world (NEXT_STEP autoreset, see the module docstring)."""
         if self._state is None:
             raise RuntimeError("call reset() before step()")
-        new = self.env.step_batch(self._state, _actions(self.env, actions, (self.num_envs,)))
+        new = self.env.step_batch(self._state, host_actions(self.env, actions, (self.num_envs,)))
         if np.any(self._needs_reset):
             # worlds that ended last step start a new episode (their actions are ignored)
             new = self._merge_fn(self._needs_reset, self.env.reset_batch(self._state.key), new)
@@ -225,7 +174,7 @@ class JaxodeVectorEnv(VectorEnv):
         if self.render_mode is None or self._state is None:
             return None
         fn = self.env._jit(("render_batch", self.width, self.height),
-                           lambda: jax.vmap(_render_fn(self.env, self.width, self.height)))
+                           lambda: jax.vmap(render_fn(self.env, self.width, self.height)))
         return tuple(np.array(fn(self._state.physics)))
 
     def close_extras(self, **kwargs):
@@ -247,10 +196,6 @@ def to_gymnasium(env: Union[Env, str], num_envs: Optional[int] = None, seed: Opt
 
 
 # ------------------------------------------------------------- registration
-GYM_IDS = {"jaxode/CartPole-v0": "cartpole", "jaxode/Pendulum-v0": "pendulum",
-           "jaxode/Walker-v0": "walker", "jaxode/PushBox-v0": "push_box"}
-
-
 def _split_options(options: dict) -> tuple[dict, dict]:
     view = {k: options.pop(k) for k in ("width", "height") if k in options}
     return options, view
@@ -258,7 +203,7 @@ def _split_options(options: dict) -> tuple[dict, dict]:
 
 def make_gym_env(name: str, render_mode: Optional[str] = None, **options) -> JaxodeGymEnv:
     """gym.make entry point: ``jaxode.envs.make(name, **options)`` as a gymnasium.Env."""
-    from jaxode.tools.envs import make
+    from jaxode.tools.envs.registry import make
 
     options, view = _split_options(options)
     return JaxodeGymEnv(make(name, **options), render_mode=render_mode, **view)
@@ -268,7 +213,7 @@ def make_gym_vector_env(name: str, num_envs: int = 1, render_mode: Optional[str]
                         seed: Optional[int] = None, **options) -> JaxodeVectorEnv:
     """gym.make_vec entry point (``max_episode_steps``, if given, is the env's
     ``episode_length``)."""
-    from jaxode.tools.envs import make
+    from jaxode.tools.envs.registry import make
 
     options, view = _split_options(options)
     if "max_episode_steps" in options:

@@ -21,8 +21,8 @@ except ImportError as e:  # pragma: no cover - optional dependency
                       "pip install 'jaxode[sb3]'") from e
 
 from jaxode.tools.envs.core import Env
-from jaxode.tools.envs.gym_adapter import (_actions, _check_render_mode, _jaxode_env,
-                                           _metadata, _render_fn, single_spaces)
+from jaxode.tools.envs.host import (as_env, check_render_mode, host_actions, env_metadata,
+                                    render_fn, single_spaces)
 
 
 def _step_and_restart(env: Env):
@@ -41,18 +41,18 @@ class JaxodeSB3VecEnv(VecEnv):
 
     def __init__(self, env: Union[Env, str], num_envs: int, seed: Optional[int] = None,
                  render_mode: Optional[str] = None, width: int = 320, height: int = 240):
-        env = _jaxode_env(env, "to_sb3")
+        env = as_env(env, "to_sb3")
         if not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
             raise ValueError(f"to_sb3: num_envs must be an integer >= 1 (got {num_envs!r})")
         self.env = env
-        self.render_mode = _check_render_mode(render_mode, "to_sb3")
+        self.render_mode = check_render_mode(render_mode, "to_sb3")
         self.width, self.height = int(width), int(height)
         obs_space, act_space = single_spaces(env)
         super().__init__(int(num_envs), obs_space, act_space)
-        self.metadata = {**_metadata(env), **self.metadata}
+        self.metadata = {**env_metadata(env), **self.metadata}
         self._base_seed = seed
         self._state = None
-        self._actions = None
+        self._pending_actions = None
         self._step = env._jit("sb3_step", lambda: _step_and_restart(env))
 
     # -------------------------------------------------------------- VecEnv
@@ -70,12 +70,12 @@ class JaxodeSB3VecEnv(VecEnv):
         return np.array(self._state.obs, np.float32)
 
     def step_async(self, actions: np.ndarray) -> None:
-        self._actions = actions
+        self._pending_actions = actions
 
     def step_wait(self):
         if self._state is None:
             raise RuntimeError("call reset() before step()")
-        a = _actions(self.env, self._actions, (self.num_envs,))
+        a = host_actions(self.env, self._pending_actions, (self.num_envs,))
         self._state, last = self._step(self._state, a)
         s = self._state
         self.env._watch_overflow(s.physics)
@@ -103,7 +103,7 @@ class JaxodeSB3VecEnv(VecEnv):
         if self.render_mode != "rgb_array" or self._state is None:
             return [None] * self.num_envs
         fn = self.env._jit(("render_batch", self.width, self.height),
-                           lambda: jax.vmap(_render_fn(self.env, self.width, self.height)))
+                           lambda: jax.vmap(render_fn(self.env, self.width, self.height)))
         return list(np.array(fn(self._state.physics)))
 
     # ---------------------------------------------------------- attributes
