@@ -134,6 +134,75 @@ class ParamSpec:
         return lead + tuple(self.shape)
 
 
+# ------------------------------------------------- how two surfaces combine
+# Gazebo's ODE plugin (ODEPhysics::Collide) and ODE's own conventions: a geom
+# field's ``combine`` names one of these rules. The step runs them
+# (jaxode.sim.constraint.mix_surfaces calls :func:`combine`), and every table
+# of the rules (Params' doc, jaxode.build.surface's) is written from this one.
+# ``neither``: the value when neither geom sets the field (the world's, or a
+# fallback the caller gives); "unset" = negative, as the field's ``unset`` says.
+COMBINE_RULES = {
+    "min": "min(v_1, v_2)",
+    "max": "max(v_1, v_2)",
+    "min_world": "min(v_1, v_2, the world's value)",
+    "min_set": "min of the values set; neither set: {neither}",
+    "max_set": "max of the values set; neither set: {neither}",
+    "series_set": "v_1 v_2 / (v_1 + v_2) (springs in series) of the values set, one set: it",
+    "sum_set": "v_1 + v_2, unset counting 0",
+    "sum": "v_1 + v_2",
+    "diff": "v_2 - v_1",
+    "harmonic": "1 / (1/v_1 + 1/v_2)",
+    "first_nonzero": "geom 1's if non-zero, else geom 2's",
+}
+
+
+def combine(name: str, a, b, neither=None, set_a=None):
+    """The contact's value of geom field ``name`` from the two geoms' values ``a``
+    and ``b`` (arrays of any matching shape, traced or not), by the field's rule
+    (:data:`COMBINE_RULES`). ``neither``: the value where neither geom sets it
+    (``*_set`` and ``min_world`` rules); ``set_a``: for ``first_nonzero``, where
+    geom 1's vector is set (the rule's vectors may already be turned to the world)."""
+    import jax.numpy as jnp
+
+    rule = SPECS[name].combine
+    if rule == "min":
+        return jnp.minimum(a, b)
+    if rule == "max":
+        return jnp.maximum(a, b)
+    if rule == "min_world":
+        return jnp.minimum(jnp.minimum(a, b), neither)
+    if rule in ("min_set", "max_set"):
+        sa, sb = a >= 0, b >= 0
+        both = jnp.minimum(a, b) if rule == "min_set" else jnp.maximum(a, b)
+        return jnp.where(sa & sb, both, jnp.where(sa | sb, jnp.where(sa, a, b), neither))
+    if rule == "series_set":
+        sa, sb = a >= 0, b >= 0
+        va, vb = jnp.where(sa, a, 1.0), jnp.where(sb, b, 1.0)
+        return jnp.where(sa & sb, va * vb / jnp.where(va + vb > 0, va + vb, 1.0),
+                         jnp.where(sa, va, jnp.where(sb, vb, neither)))
+    if rule == "sum_set":
+        return jnp.maximum(a, 0.0) + jnp.maximum(b, 0.0)
+    if rule == "sum":
+        return a + b
+    if rule == "diff":
+        return b - a
+    if rule == "harmonic":
+        inv = 1.0 / a + 1.0 / b                 # 1/0 = inf: the result 0
+        return jnp.where(inv > 0, 1.0 / jnp.where(inv > 0, inv, 1.0), jnp.inf)
+    if rule == "first_nonzero":  # vectors: components on axis 1 (either layout)
+        return jnp.where(jnp.expand_dims(set_a, 1), a, b)
+    raise ValueError(f"combine: {name!r} has no combination rule (got {rule!r})")
+
+
+def combine_text(spec: "ParamSpec") -> str:
+    """The field's rule in words (for the tables)."""
+    text = COMBINE_RULES[spec.combine]
+    if "{neither}" in text:
+        neither = (spec.unset or "unset").split(":", 1)[-1].strip()
+        text = text.format(neither=neither)
+    return text
+
+
 def _w(name, doc, **kw):
     return ParamSpec(name, "world", doc, **kw)
 
@@ -191,21 +260,21 @@ SPECS_LIST = (
        unset="negative: equal to the geom's mu", combine="min", **_NONNEG),
     _g("fdir1", "first friction direction in the geom frame", shape=(3,),
        default=(0.0, 0.0, 0.0), unset="zero vector: ODE's dPlaneSpace directions",
-       combine="geom 1's if non-zero, else geom 2's (projected on the contact plane)"),
+       combine="first_nonzero"),
     _g("bounce", "restitution (dContactBounce)", default=0.0, surface_default=0.0,
        combine="min", **_UNIT),
     _g("bounce_vel", "minimum incoming speed for a bounce", unit="m/s", default=0.1,
        surface="bounce_vel_value", surface_default=0.1, combine="min", **_NONNEG),
     _g("soft_erp", "contact ERP (dContactSoftERP)", default=-1.0,
-       unset="negative: the world's erp", combine="min of the values set", **_UNIT),
+       unset="negative: the world's erp", combine="min_set", **_UNIT),
     _g("soft_cfm", "contact CFM (dContactSoftCFM)", default=-1.0,
-       unset="negative: the world's cfm", combine="max of the values set", **_NONNEG),
+       unset="negative: the world's cfm", combine="max_set", **_NONNEG),
     _g("max_vel", "maximum correcting velocity (0: none)", unit="m/s", inf_ok=True,
        default=_INF, surface_default=_INF,
-       combine="min(max_vel_1, max_vel_2, world contact_max_correcting_vel)", **_NONNEG),
+       combine="min_world", **_NONNEG),
     _g("min_depth", "depth allowed before correction", unit="m", inf_ok=True, default=_INF,
        surface_default=_INF,
-       combine="min(min_depth_1, min_depth_2, world contact_surface_layer)", **_NONNEG),
+       combine="min_world", **_NONNEG),
     # ----------------------------------------------------------------- joints
     _ja("joint_lo_stop", "low stop (dParamLoStop)", unit="rad or m", inf_ok=True,
         default=-_INF),
@@ -231,36 +300,35 @@ SPECS_LIST = (
     # ------------------------------------------------- optional geom surfaces
     _g("slip1", "force-dependent slip along t1 (dContactSlip1): the friction row's CFM",
        unit="m/(s N)", default=-1.0, unset="negative: the world's cfm (no slip)",
-       combine="min of the values set", switch="none", needs=("slip2",), **_NONNEG),
+       combine="min_set", switch="none", needs=("slip2",), **_NONNEG),
     _g("slip2", "force-dependent slip along t2 (dContactSlip2)", unit="m/(s N)",
-       default=-1.0, unset="negative: slip1", combine="min of the values set",
+       default=-1.0, unset="negative: slip1", combine="min_set",
        switch="none", **_NONNEG),
     _g("kp", "contact stiffness: replaces soft_erp/soft_cfm by ERP = h kp/(h kp + kd), "
        "CFM = 1/(h kp + kd)", unit="N/m", lo=0.0, lo_open=True, default=-1.0,
-       unset="negative: soft_erp/soft_cfm apply", combine="kp_1 kp_2/(kp_1 + kp_2) "
-       "(springs in series; one set: it)", switch="none"),
+       unset="negative: soft_erp/soft_cfm apply", combine="series_set", switch="none"),
     _g("kd", "contact damping (with kp)", unit="N s/m", default=-1.0,
-       unset="negative: 0", combine="kd_1 + kd_2", switch="none", **_NONNEG),
+       unset="negative: 0", combine="sum_set", switch="none", **_NONNEG),
     _g("motion1", "surface velocity along t1 (dContactMotion1)", unit="m/s", default=0.0,
-       surface_default=0.0, combine="motion1_2 - motion1_1", switch="none",
+       surface_default=0.0, combine="diff", switch="none",
        needs=("motion2",)),
     _g("motion2", "surface velocity along t2 (dContactMotion2)", unit="m/s", default=0.0,
-       surface_default=0.0, combine="motion2_2 - motion2_1", switch="none"),
+       surface_default=0.0, combine="diff", switch="none"),
     _g("motionN", "surface velocity outward along the normal (dContactMotionN)",
-       unit="m/s", default=0.0, surface_default=0.0, combine="motionN_1 + motionN_2",
+       unit="m/s", default=0.0, surface_default=0.0, combine="sum",
        switch="none"),
     _g("static_mu", "static friction coefficient (>= mu), blended in below static_speed",
-       inf_ok=True, default=-1.0, unset="negative: mu", combine="min of the values set",
+       inf_ok=True, default=-1.0, unset="negative: mu", combine="min_set",
        switch="none", **_NONNEG),
     _g("static_speed", "tangential speed below which static_mu blends in", unit="m/s",
        lo=0.0, lo_open=True, default=-1.0, unset="negative: no static friction",
-       combine="min of the values set", switch="none"),
+       combine="min_set", switch="none"),
     _g("rolling", "rolling friction (bound rolling * r_e * normal force)", default=-1.0,
-       unset="negative: off", combine="min of the values set",
+       unset="negative: off", combine="min_set",
        switch="flag:angular_friction", **_NONNEG),
     _g("spinning", "spinning friction (bound spinning * normal force)", unit="m",
        default=-1.0, unset="negative: off",
-       combine="min of the values set", switch="flag:angular_friction", **_NONNEG),
+       combine="min_set", switch="flag:angular_friction", **_NONNEG),
     # ------------------------------------------------------- material pairs
     _mp("mat_friction", "pair friction coefficient (mu and mu2)", inf_ok=True, default=-1.0,
         **_NONNEG),
@@ -279,17 +347,17 @@ SPECS_LIST = (
        "its ODE's mu3): the spin row about the normal is bounded by 3 pi/16 * torsional * a * "
        "normal force (uniform pressure on a patch of radius a; a = patch_radius, or "
        "sqrt(surface_radius * depth) without use_patch_radius)", default=-1.0,
-       unset="negative: the spinning value applies", combine="min of the values set",
+       unset="negative: the spinning value applies", combine="min_set",
        switch="flag:angular_friction", **_NONNEG),
     _g("patch_radius", "Gazebo's torsional contact patch radius a", unit="m", default=0.0,
-       surface_default=0.0, combine="max(patch_radius_1, patch_radius_2)",
+       surface_default=0.0, combine="max",
        switch="flag:angular_friction", **_NONNEG),
     _g("surface_radius", "Gazebo's torsional surface radius R (a = sqrt(R depth) without "
        "use_patch_radius)", unit="m", inf_ok=True, default=0.0, surface_default=0.0,
-       combine="1 / (1/R_1 + 1/R_2)", switch="flag:angular_friction", **_NONNEG),
+       combine="harmonic", switch="flag:angular_friction", **_NONNEG),
     _g("use_patch_radius", "Gazebo's use_patch_radius: 1 = patch_radius, 0 = "
        "sqrt(surface_radius * depth)", default=1.0, surface_default=1.0,
-       combine="both (min)", switch="flag:angular_friction", **_UNIT),
+       combine="min", switch="flag:angular_friction", **_UNIT),
     # ------------------------------------------- Gazebo's joint dynamics (SDF <dynamics>)
     ParamSpec("joint_damping", "joint_axis", "joint damping: the joint force -damping * rate "
               "(hinge and slider joints). Implicit by default (Model.joint_passive: a row of "
@@ -337,6 +405,10 @@ SPECS_LIST = (
 
 #: name -> ParamSpec, in Params' field order.
 SPECS = {s.name: s for s in SPECS_LIST}
+for _s in SPECS_LIST:  # every rule is one of the executable ones
+    if _s.combine is not None and _s.combine not in COMBINE_RULES:
+        raise ValueError(f"params_spec: {_s.name}: combine {_s.combine!r} is not one of "
+                         f"{sorted(COMBINE_RULES)}")
 assert len(SPECS) == len(SPECS_LIST)
 
 
@@ -380,7 +452,7 @@ def params_table() -> str:
         if s.unset:
             extra.append(f"unset = {s.unset}")
         if s.combine:
-            extra.append(f"two surfaces: {s.combine}")
+            extra.append(f"two surfaces: {combine_text(s)}")
         if s.switch != "always":
             extra.append({"joints": "present when the model has joints",
                           "materials": "present when the scene names materials",

@@ -5,43 +5,25 @@ A :class:`Surface` holds the fields of Gazebo's ``<surface>`` element / ODE's
 combined into the parameters of the contact joint (Gazebo's ODE plugin rules,
 ``ODEPhysics::Collide``):
 
-============== ==================================================================
-field          combined value for a contact between geoms 1 and 2
-============== ==================================================================
-mu, mu2        min(mu_1, mu_2), min(mu2_1, mu2_2)
-friction       the model given explicitly by either geom; two different explicit
-               models on a colliding pair are an error at build time; neither
-               explicit: the world's ``friction_model`` ("pyramid")
-fdir1          geom 1's fdir1 (geom frame, rotated to the world) if non-zero,
-               else geom 2's; projected onto the contact plane; if none,
-               ODE's dPlaneSpace directions are used
-bounce         min(bounce_1, bounce_2)
-bounce_vel     min(bounce_vel_1, bounce_vel_2)
-soft_erp       min of the values that are set; unset on both: world erp
-soft_cfm       max of the values that are set; unset on both: world cfm
-max_vel        min(max_vel_1, max_vel_2, world contact_max_correcting_vel)
-min_depth      min(min_depth_1, min_depth_2, world contact_surface_layer)
-slip1, slip2   min of the values that are set (Gazebo's rule); unset on both: the
-               world cfm (no force-dependent slip, ODE without dContactSlip1/2)
-max_contacts   min(max_contacts_1, max_contacts_2) points per geom pair
-kp, kd         where kp is set on either geom, the contact's ERP/CFM come from
-               kp = kp_1 kp_2 / (kp_1 + kp_2) (springs in series; one set: it)
-               and kd = kd_1 + kd_2 (unset = 0) at the step h:
-               ERP = h kp / (h kp + kd), CFM = 1 / (h kp + kd)
-motion1/2      friction-row target velocity motion_2 - motion_1 (each geom's
-               surface velocity along the contact's t1/t2)
-motionN        motionN_1 + motionN_2 added to the normal row's target
-static_mu,     min of the values set (unset: mu); static_speed min of those set
-static_speed   (unset on both: no static friction)
-rolling,       min of the values set (unset on both: off); spinning also
-spinning       (RaiSim); Gazebo's torsional: min torsional, max patch_radius,
-torsional      surface_radius 1/(1/R_1 + 1/R_2), use_patch_radius both; bound
-               3 pi/16 * torsional * a * normal force (docs/ODE_FEATURES.md)
-============== ==================================================================
+Not per-world parameters (the builder decides them): ``friction``, the model
+given explicitly by either geom (two different explicit models on a colliding
+pair are an error at build time; neither explicit: the world's
+``friction_model``, "pyramid"); ``max_contacts``, min(max_contacts_1,
+max_contacts_2) points per geom pair. Where ``kp`` is set the contact's ERP and
+CFM come from the combined kp and kd at the step h: ERP = h kp / (h kp + kd),
+CFM = 1 / (h kp + kd); ``fdir1`` is turned to the world and projected onto the
+contact plane (none: ODE's dPlaneSpace directions); ``motion1/2`` are the
+friction rows' target velocity, ``motionN`` is added to the normal row's;
+Gazebo's torsional bound is 3 pi/16 * torsional * a * normal force
+(docs/ODE_FEATURES.md).
 
 ``max_vel`` and ``min_depth`` default to infinity so that the world values
 (ODE's dWorldSetContactMaxCorrectingVel / dWorldSetContactSurfaceLayer) govern
 unless a surface asks for less, as the Gazebo tutorial describes.
+
+Every per-world field's rule (``v_1``, ``v_2``: the two geoms' values, after
+each one's own unset rule; the step runs them from
+:data:`jaxode.params_spec.COMBINE_RULES`):
 """
 from __future__ import annotations
 
@@ -236,3 +218,15 @@ def extend_surface(cls: type, specs=None) -> type:
 
 Surface = extend_surface(Surface)
 _GEOM_SPECS = [s for s in params_spec.SPECS_LIST if s.entity == "geom"]
+
+
+def _rules_table() -> str:
+    rows = [(sp.name, params_spec.combine_text(sp)) for sp in params_spec.SPECS_LIST
+            if sp.entity == "geom" and sp.combine]
+    width = max(len(n) for n, _ in rows)
+    rule = "=" * width + " " + "=" * 60
+    return "\n".join([rule, f"{'field':<{width}} combined value", rule]
+                     + [f"{n:<{width}} {t}" for n, t in rows] + [rule])
+
+
+__doc__ = (__doc__ or "") + "\n" + _rules_table() + "\n"

@@ -75,14 +75,6 @@ class Rows(NamedTuple):
     active: jax.Array
 
 
-def _combine_soft(a: jax.Array, b: jax.Array, world: jax.Array, use_min: bool) -> jax.Array:
-    """Combine two optional (negative = unset) surface values; both unset -> world."""
-    set_a, set_b = a >= 0, b >= 0
-    both = jnp.minimum(a, b) if use_min else jnp.maximum(a, b)
-    one = jnp.where(set_a, a, b)
-    return jnp.where(set_a & set_b, both, jnp.where(set_a | set_b, one, world))
-
-
 # ---------------------------------------------------------------- layout
 # The contact rows are written once for two layouts: one world (a contact's
 # arrays (C,), its vectors (C, 3)) and world-minor (the solver's layout, a
@@ -277,56 +269,52 @@ def mix_surfaces(src: ContactSource, params: SurfaceParams, angular: bool,
     shape = src.depth.shape                     # (C,) + ws
     p = params
     w_erp, w_cfm = p.world_value("erp"), p.world_value("cfm")
-    # Surface combination (see jaxode.build.surface).
-    mu = jnp.minimum(a["mu"], b["mu"])
+    # Surface combination: each field by its rule (params_spec.COMBINE_RULES).
+    def rule(name, va, vb, neither=None):
+        return params_spec.combine(name, va, vb, neither)
+
+    mu = rule("mu", a["mu"], b["mu"])
     # mu2 < 0: unset, equal to the geom's mu (ODE without dContactMu2).
-    mu2 = jnp.minimum(jnp.where(a["mu2"] < 0, a["mu"], a["mu2"]),
-                      jnp.where(b["mu2"] < 0, b["mu"], b["mu2"]))
-    bounce = jnp.minimum(a["bounce"], b["bounce"])
-    bounce_vel = jnp.minimum(a["bounce_vel"], b["bounce_vel"])
-    erp = _combine_soft(a["soft_erp"], b["soft_erp"], w_erp, use_min=True)
-    cfm = _combine_soft(a["soft_cfm"], b["soft_cfm"], w_cfm, use_min=False)
+    mu2 = rule("mu2", jnp.where(a["mu2"] < 0, a["mu"], a["mu2"]),
+               jnp.where(b["mu2"] < 0, b["mu"], b["mu2"]))
+    bounce = rule("bounce", a["bounce"], b["bounce"])
+    bounce_vel = rule("bounce_vel", a["bounce_vel"], b["bounce_vel"])
+    erp = rule("soft_erp", a["soft_erp"], b["soft_erp"], w_erp)
+    cfm = rule("soft_cfm", a["soft_cfm"], b["soft_cfm"], w_cfm)
     if p.has("kp"):
         # kp/kd where set (springs in series, dampers in parallel): the step's ERP/CFM.
-        kp1, kp2 = a["kp"], b["kp"]
-        set1, set2 = kp1 >= 0, kp2 >= 0
-        has_kp = set1 | set2
-        s1 = jnp.where(set1, kp1, 1.0)
-        s2 = jnp.where(set2, kp2, 1.0)
-        kp = jnp.where(set1 & set2, s1 * s2 / jnp.where(s1 + s2 > 0, s1 + s2, 1.0),
-                       jnp.where(set1, s1, s2))
-        kd1 = jnp.maximum(_unset(a, "kd", kp1), 0.0)
-        kd2 = jnp.maximum(_unset(b, "kd", kp2), 0.0)
+        has_kp = (a["kp"] >= 0) | (b["kp"] >= 0)
         # kp > 0 where set (validated); kp = 1 on the other lanes: no zero divisor.
-        erp_kp, cfm_kp = erp_cfm_from_kp_kd(kp, kd1 + kd2, h)
+        kp = rule("kp", a["kp"], b["kp"], 1.0)
+        kd = rule("kd", _unset(a, "kd", a["kp"]), _unset(b, "kd", b["kp"]))
+        erp_kp, cfm_kp = erp_cfm_from_kp_kd(kp, kd, h)
         erp = jnp.where(has_kp, erp_kp, erp)
         cfm = jnp.where(has_kp, cfm_kp, cfm)
-    max_vel = jnp.minimum(jnp.minimum(a["max_vel"], b["max_vel"]),
-                          p.world_value("contact_max_correcting_vel"))
-    min_depth = jnp.minimum(jnp.minimum(a["min_depth"], b["min_depth"]),
-                            p.world_value("contact_surface_layer"))
+    max_vel = rule("max_vel", a["max_vel"], b["max_vel"],
+                   p.world_value("contact_max_correcting_vel"))
+    min_depth = rule("min_depth", a["min_depth"], b["min_depth"],
+                     p.world_value("contact_surface_layer"))
     # Friction-row CFM: force-dependent slip where set (ODE dContactSlip1/2), else the world's.
     if not p.has("slip1"):
         fcfm1 = fcfm2 = jnp.broadcast_to(w_cfm, shape)
     else:
-        fcfm1 = _combine_soft(a["slip1"], b["slip1"], w_cfm, use_min=True)
-        fcfm2 = _combine_soft(jnp.where(a["slip2"] < 0, a["slip1"], a["slip2"]),
-                              jnp.where(b["slip2"] < 0, b["slip1"], b["slip2"]),
-                              w_cfm, use_min=True)
+        fcfm1 = rule("slip1", a["slip1"], b["slip1"], w_cfm)
+        fcfm2 = rule("slip2", jnp.where(a["slip2"] < 0, a["slip1"], a["slip2"]),
+                     jnp.where(b["slip2"] < 0, b["slip1"], b["slip2"]), w_cfm)
 
     # Pair values of the static, rolling and spinning friction from the surfaces.
     zero = jnp.zeros_like(mu)
     smu, vs = mu, zero
     if p.has("static_mu"):
-        smu = _combine_soft(a["static_mu"], b["static_mu"], mu, use_min=True)
-        vs = _combine_soft(_unset(a, "static_speed", a["static_mu"]),
-                           _unset(b, "static_speed", b["static_mu"]), zero, use_min=True)
+        smu = rule("static_mu", a["static_mu"], b["static_mu"], mu)
+        vs = rule("static_speed", _unset(a, "static_speed", a["static_mu"]),
+                  _unset(b, "static_speed", b["static_mu"]), zero)
     roll = spin = zero
     if angular:
-        roll = _combine_soft(_unset(a, "rolling", a["mu"]), _unset(b, "rolling", b["mu"]),
-                             zero, True)
-        spin = _combine_soft(_unset(a, "spinning", a["mu"]), _unset(b, "spinning", b["mu"]),
-                             zero, True)
+        roll = rule("rolling", _unset(a, "rolling", a["mu"]), _unset(b, "rolling", b["mu"]),
+                    zero)
+        spin = rule("spinning", _unset(a, "spinning", a["mu"]),
+                    _unset(b, "spinning", b["mu"]), zero)
 
     # Material pairs (both geoms name a material): the table replaces those values.
     if p.pair is not None:
@@ -353,12 +341,12 @@ def mix_surfaces(src: ContactSource, params: SurfaceParams, angular: bool,
         spin = pick("mat_spinning", jnp.where(use, 0.0, spin))
 
     motion_n = (jnp.zeros(shape, dtype) if not p.has("motionN")
-                else a["motionN"] + b["motionN"])
+                else rule("motionN", a["motionN"], b["motionN"]))
     if not p.has("motion1"):
         motion1 = motion2 = jnp.zeros(shape, dtype)
     else:
-        motion1 = b["motion1"] - a["motion1"]
-        motion2 = b["motion2"] - a["motion2"]
+        motion1 = rule("motion1", a["motion1"], b["motion1"])
+        motion2 = rule("motion2", a["motion2"], b["motion2"])
     return ContactSurface(mu, mu2, bounce, bounce_vel, erp, cfm, fcfm1, fcfm2, smu, vs, roll,
                           spin, max_vel, min_depth, motion_n, motion1, motion2)
 
@@ -373,11 +361,11 @@ def _torsional_bound(a: dict, b: dict, depth, spin):
     ``a``, ``b``: the geom fields at the contacts' two geoms (SurfaceParams.at)."""
     t1, t2 = a["torsional"], b["torsional"]
     has = (t1 >= 0) | (t2 >= 0)
-    mu3 = _combine_soft(t1, t2, jnp.zeros_like(spin), use_min=True)
-    patch = jnp.maximum(a["patch_radius"], b["patch_radius"])
-    inv = 1.0 / a["surface_radius"] + 1.0 / b["surface_radius"]    # 1/0 = inf: R = 0
-    radius = jnp.where(inv > 0, 1.0 / jnp.where(inv > 0, inv, 1.0), jnp.inf)
-    use_patch = jnp.minimum(a["use_patch_radius"], b["use_patch_radius"]) > 0.5
+    mu3 = params_spec.combine("torsional", t1, t2, jnp.zeros_like(spin))
+    patch = params_spec.combine("patch_radius", a["patch_radius"], b["patch_radius"])
+    radius = params_spec.combine("surface_radius", a["surface_radius"], b["surface_radius"])
+    use_patch = params_spec.combine("use_patch_radius", a["use_patch_radius"],
+                                    b["use_patch_radius"]) > 0.5
     rd = jnp.where(depth > 0, radius * depth, 0.0)
     ok = (rd > 0) & jnp.isfinite(rd)               # (double where: finite gradients)
     a_r = jnp.where(ok, jnp.sqrt(jnp.where(ok, rd, 1.0)), jnp.where(rd > 0, jnp.inf, 0.0))
@@ -440,8 +428,8 @@ def rows_of(src: ContactSource, params: SurfaceParams, angular: bool
 
     # Friction directions: fdir1 of geom 1 (else geom 2) in the world, projected on
     # the contact plane; else dPlaneSpace(n).
-    has1 = src.has_fdir[src.geom1]
-    fd = jnp.where(has1[:, None], src.fdir[src.geom1], src.fdir[src.geom2])
+    fd = params_spec.combine("fdir1", src.fdir[src.geom1], src.fdir[src.geom2],
+                             set_a=src.has_fdir[src.geom1])
     fd = fd - _dot3(fd, n)[:, None] * n
     fd2 = _dot3(fd, fd)[:, None]
     use_fd = fd2 > 1e-12
