@@ -41,7 +41,6 @@ from typing import NamedTuple, Optional, Sequence
 import numpy as np
 
 from jaxode.build import hull as hull_lib
-from jaxode.build import meshes as mesh_lib
 from jaxode.io.xml_util import JaxodeFormatWarning
 
 MESH_EXTENSIONS = (".stl", ".obj", ".dae")

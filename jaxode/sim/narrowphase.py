@@ -23,6 +23,8 @@ result changes.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import jax
 import jax.numpy as jnp
 
@@ -33,6 +35,9 @@ from jaxode.sim.collision import (box, capsule, convex, cylinder, heightfield, s
                               trimesh_ground, trimesh_trimesh)
 from jaxode.sim.collision import contact as ct
 from jaxode.types import Contacts, Model, empty_contacts
+
+if TYPE_CHECKING:  # records imports constraint, which the step imports after this module
+    from jaxode.sim import records
 
 # A pair group with more than 2 x this many slots runs its pair function in chunks
 # of this many (batch_rules.in_chunks): the chunks past the live pairs are skipped.
@@ -253,7 +258,7 @@ def overlapping(grp, lo: jax.Array, hi: jax.Array) -> jax.Array:
     return per_axis[:, 0] & per_axis[:, 1] & per_axis[:, 2]
 
 
-def detect(model: Model, state) -> "Collision":
+def detect(model: Model, state) -> "records.Collision":
     """The collision stage: geom poses and AABBs (:mod:`jaxode.sim.kinematics`), then
     :func:`collide`; a :class:`jaxode.sim.records.Collision`."""
     from jaxode.sim import kinematics
