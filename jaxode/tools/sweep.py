@@ -727,9 +727,8 @@ def sweep(model: Model, state: State, n_steps: int, dt: float,
         records = {**gathered, **records}
         computed = n_computed
     wall = time.perf_counter() - t0
-    names_metrics = [name for name, _ in metric_items]
-    man = dict(n_variants=n, batch=batch, n_chunks=n_chunks, metrics=names_metrics)
-    columns, (pairs, contacts, found) = sweep_store.assemble(man, columns, records)
+    columns, (pairs, contacts, found) = sweep_store.assemble(n, n_chunks, list(metrics), columns,
+                                                             records)
     start = (np.asarray(state.overflow_pairs), np.asarray(state.overflow_contacts))
     overflow_report._warn(model, pairs - start[0], contacts - start[1], found, True, None, "sweep",
                    once=True, stacklevel=2)

@@ -184,13 +184,13 @@ def read_manifest(path) -> dict:
     return manifest
 
 
-def assemble(manifest: dict, columns: dict, records: dict):
-    """Metric columns (name -> (n, ...)) and overflow counters (each (n,)) from the
-    chunk records {c: record}, in variant order, padding rows dropped."""
-    n = int(manifest["n_variants"])
-    order = [records[c] for c in range(int(manifest["n_chunks"]))]
+def assemble(n: int, n_chunks: int, metrics, columns: dict, records: dict):
+    """Metric columns (name -> (n, ...)) added to ``columns``, and the overflow
+    counters (each (n,)), from the chunk records {c: record}, in variant order,
+    padding rows dropped."""
+    order = [records[c] for c in range(n_chunks)]
     out = dict(columns)
-    for name in manifest["metrics"]:
+    for name in metrics:
         out[name] = np.concatenate([np.asarray(r["metrics"][name]) for r in order])[:n]
     drops = [np.concatenate([np.asarray(r["drops"][k]) for r in order])[:n] for k in _DROPS]
     return out, drops
@@ -220,7 +220,8 @@ def load(path):
         raise ValueError(f"{path}: the sweep is unfinished: {len(missing)} of {store.n_chunks} "
                          f"chunks missing (first: chunk {missing[0]}); rerun the same "
                          "jaxode.sweep(..., out=DIR) call to compute only those")
-    columns, _ = assemble(manifest, columns, records)
+    columns, _ = assemble(int(manifest["n_variants"]), store.n_chunks, manifest["metrics"],
+                          columns, records)
     stats = dict(n_variants=manifest["n_variants"], n_steps=manifest["n_steps"],
                  batch=manifest["batch"], n_chunks=manifest["n_chunks"], loaded_from=path)
     return SweepResult(columns=columns, params=tuple(names), metrics=tuple(manifest["metrics"]),
