@@ -81,12 +81,15 @@ def test_choreonoid_yaml_contact_material_and_agx_rules():
 
 def test_combination_rules_from_builder():
     b = jaxode.WorldBuilder()
-    b.add_material("a", friction=0.9, restitution=0.5)
-    b.add_material("b", friction=0.4, restitution=0.2)
+    b.add_material("a", friction=0.9, restitution=0.5, soft_erp=0.3, soft_cfm=1e-4)
+    b.add_material("b", friction=0.4, restitution=0.2, soft_erp=0.6, soft_cfm=1e-3)
     b.set_default_material(rule="gazebo")
     m = _scene(b, ["a", "b"])
     assert _pair(m, "friction", "a", "b") == pytest.approx(0.4)  # min
     assert _pair(m, "restitution", "a", "b") == pytest.approx(0.2)  # min, as Gazebo's bounce
+    # Gazebo's ODEPhysics::Collide: erp = min(erp_1, erp_2), cfm = max(cfm_1, cfm_2)
+    assert _pair(m, "soft_erp", "a", "b") == pytest.approx(0.3)
+    assert _pair(m, "soft_cfm", "a", "b") == pytest.approx(1e-3)
     b.set_default_material(rule="agx")
     m = _scene(b, ["a", "b"])
     assert _pair(m, "friction", "a", "b") == pytest.approx(0.6)

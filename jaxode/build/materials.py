@@ -50,8 +50,13 @@ import numpy as np
 
 from jaxode import params_spec
 
-PAIR_PROPS = ("friction", "restitution", "restitution_threshold", "static_friction",
-              "static_speed", "rolling", "spinning", "soft_erp", "soft_cfm")
+# the surface field each pair property replaces (the table above); the "gazebo" and
+# "agx" rules combine two materials' values as that field's surface rule does
+# (params_spec.COMBINE_RULES: the larger for a max rule, else the smaller)
+REPLACES = dict(friction="mu", restitution="bounce", restitution_threshold="bounce_vel",
+                static_friction="static_mu", static_speed="static_speed", rolling="rolling",
+                spinning="spinning", soft_erp="soft_erp", soft_cfm="soft_cfm")
+PAIR_PROPS = tuple(REPLACES)
 RULES = ("default", "agx", "gazebo")
 _DEFAULT_PAIR = dict(friction=0.8, restitution=0.0, restitution_threshold=0.0)
 # Property ranges: those of the Params fields mat_<property> (jaxode.params_spec).
@@ -125,7 +130,7 @@ class MaterialTable:
         if self.rule == "agx" and key == "restitution":
             # sqrt((1 - v1)(1 - v2)) with the restitution viscosity v = 1 - e
             return math.sqrt(va * vb)
-        if key == "soft_cfm":
+        if params_spec.SPECS[REPLACES[key]].combine in ("max", "max_set"):
             return max(va, vb)
         return min(va, vb)
 
