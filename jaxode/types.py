@@ -113,7 +113,9 @@ class Model:
       (per global joint: (type, position in its group), static); joint_order
       (static): the joints in the order ODE's island walk hands them to
       QuickStep (:func:`jaxode.build.builder.ode_joint_order`; empty: group order),
-      the order of the joint rows the solver sweeps.
+      the order of the joint rows the solver sweeps; joint_bodies (static): per
+      global joint its (body1, body2) as its rows attach them (nbody = the
+      static world), the joint graph ``solver="articulated"`` factorises.
     Solver: iterations (QuickStep iterations, static), solver name ("auto": pgs
       on a CPU, colored on a GPU, at trace time; :func:`jaxode.sim.solver.resolve`), reorder_seed
       (the seed of ODE's generator for pgs' row shuffles, static), reorder
@@ -192,6 +194,7 @@ class Model:
     njoint: int = static_field(default=0)
     joint_index: tuple = static_field(default=())
     joint_order: tuple = static_field(default=())
+    joint_bodies: tuple = static_field(default=())
     iterations: int = static_field(default=20)
     solver: str = static_field(default="auto")
     friction_cone: bool = static_field(default=False)

@@ -145,11 +145,16 @@ def test_option_bits_friction_and_warnings():
   <tendon><fixed name="t1"/><fixed name="t2"/></tendon>
 </mujoco>"""
     b, w = _load(xml)
-    # 7 Newton iterations (MuJoCo's default solver) are not 7 PGS sweeps: QuickStep keeps
-    # MuJoCo's default count; with solver="PGS" the file's count is QuickStep's
-    assert b.dt == 0.005 and b.iterations == 100 and b.friction_model == "cone"
+    # joints with damping: solver "articulated" (their rows exact); 7 Newton iterations
+    # (MuJoCo's default solver) are not 7 sweeps: the articulated default count; with
+    # solver="PGS" the file's count is the sweeps'
+    assert b.dt == 0.005 and b.friction_model == "cone"
+    assert (b.solver, b.iterations) == ("articulated", 20)
     pgs, _ = _load(xml.replace('iterations="7"', 'iterations="7" solver="PGS"'))
-    assert pgs.iterations == 7
+    assert (pgs.solver, pgs.iterations) == ("articulated", 7)
+    # no passive joint term: QuickStep, MuJoCo's default count for a Newton file
+    plain, _ = _load(xml.replace('damping="1"', '').replace('damping="2"', ''))
+    assert (plain.solver, plain.iterations) == ("auto", 100)
     with pytest.raises(ValueError, match=r"solver must be Newton, CG or PGS \(got 'QP'\)"):
         jaxode.load_mjcf(xml.replace('iterations="7"', 'solver="QP"'))
     np.testing.assert_array_equal(b.gravity, [0, 0, -3])

@@ -1289,6 +1289,9 @@ class WorldBuilder:
             pair_groups=tuple(pair_groups), joint_groups=joint_groups, params=params,
             njoint=len(self.joints), joint_index=joint_index,
             joint_order=ode_joint_order(nbody, [(j["body1"], j["body2"]) for j in self.joints]),
+            joint_bodies=tuple((nbody if j["body1"] is None else int(j["body1"]),
+                                nbody if j["body2"] is None else int(j["body2"]))
+                               for j in self.joints),
             contact_capacity=int(contact_capacity), iterations=self.iterations, solver=self.solver,
             reorder_seed=self.reorder_seed, reorder=self.reorder,
             auto_disable=bool(adis_on),

@@ -10,6 +10,9 @@
   differentiation.
 - :mod:`jaxode.sim.solver.direct`: ``direct``, ODE's ``dWorldStep`` instead of
   QuickStep: one dense LCP per world solved exactly (no sweeps, no ``iterations``).
+- :mod:`jaxode.sim.solver.articulated`: ``articulated``, QuickStep's sweeps on the
+  bounded rows with the joints' equality rows eliminated exactly (one dense
+  factorisation per world): articulated robots at RL iteration counts.
 
 :func:`solve` is the stage: rows in, lambdas and ``fc = M^-1 J^T lambda`` out.
 """
@@ -22,14 +25,16 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxode.sim import constraint
-from jaxode.sim.solver import batching, colored, direct, pgs, reorder as reorder_lib
+from jaxode.sim.solver import articulated, batching, colored, direct, pgs, reorder as reorder_lib
+from jaxode.sim.solver import tree as tree_lib
 from jaxode.sim.solver.colored import COLOURS, colour
 from jaxode.sim.solver.core import cone_project, friction_bounds
 
 # Model.solver -> the sweep function (an order or partition of the rows).
 SWEEPS = {"pgs": pgs.sweeps, "colored": colored.sweeps}
-# Model.solver values: the sweeps, and ODE's big-matrix stepper (dWorldStep).
-SOLVERS = (*SWEEPS, "direct")
+# Model.solver values: the sweeps, ODE's big-matrix stepper (dWorldStep), and the
+# sweeps on the bounded rows with the joints solved exactly.
+SOLVERS = (*SWEEPS, "direct", "articulated")
 # Model.solver's default: the sweep order measured fastest on the default backend
 # (resolved at trace time by :func:`resolve`).
 AUTO = "auto"
@@ -156,6 +161,8 @@ def solve_rows(model, rows, bodies, params, time=0.0, rng=None) -> Solution:
     name = resolve(model.solver, model.reorder)
     if name == "direct":
         return solve_direct(model, rows, bodies)
+    if name == "articulated":
+        return solve_articulated(model, rows, bodies, params)
     if model.reorder == "ode":
         if name != "pgs" or model.friction_cone:
             raise ValueError("reorder='ode' (ODE 0.16's shuffle of every row) needs solver "
@@ -205,6 +212,28 @@ def solve_direct(model, rows, bodies) -> Solution:
     return Solution(d.lam_head, d.lam_tail, d.fc, unsolved=(~d.solved).astype(jnp.int32))
 
 
+def solve_articulated(model, rows, bodies, params) -> Solution:
+    """The solve stage of ``solver="articulated"`` (:mod:`jaxode.sim.solver.articulated`):
+    the joints' equality rows exactly, the bounded rows by ``model.iterations``
+    QuickStep sweeps with ``params.sor``."""
+    if model.reorder == "ode":
+        raise ValueError("reorder='ode' (ODE 0.16's shuffle of every row) needs solver 'pgs' "
+                         "(got solver 'articulated')")
+    dtype = bodies.rhs.dtype
+    nh, nt = rows.head.body1.shape[0], rows.tail.body1.shape[0]
+    if nh + nt == 0:
+        z = jnp.zeros((0,), dtype)
+        return Solution(z, z, jnp.zeros((bodies.inv_mass.shape[0], 6), dtype))
+    from jaxode.sim.rowset import joint_row_order
+    tree = tree_lib.structure(model, rows.joint_layout, joint_row_order(model, rows.joint_layout))
+    a = articulated.solve(tree, rows.head, rows.tail, rows.njoint_rows, bodies.inv_mass,
+                          bodies.inv_inertia, bodies.inertia, bodies.rhs, bodies.h,
+                          jnp.asarray(params.sor, dtype), model.iterations, block=rows.block,
+                          cone=bool(model.friction_cone), cone_rows=rows.cone_rows,
+                          tile=batching.check_tile(model.batch_tile))
+    return Solution(a.lam_head, a.lam_tail, a.fc)
+
+
 def sequential_updates(name: str, rows, nbody: int) -> jax.Array:
     """Sequential updates one sweep of solver ``name`` makes on ``rows`` (a
     :class:`jaxode.sim.records.RowSet` of one world): ``pgs`` one per active head row
@@ -245,5 +274,5 @@ def solve_colored(head, tail, inv_mass, inv_inertia, rhs_body, h, sor, iteration
 
 __all__ = ["AUTO", "COLOURS", "SOLVERS", "SWEEPS", "Solution", "colour", "cone_project",
            "friction_bounds", "resolve", "sequential_updates", "solve", "solve_colored",
-           "solve_direct", "solve_pgs",
+           "solve_articulated", "solve_direct", "solve_pgs",
            "solve_rows"]
