@@ -157,15 +157,15 @@ def test_batch_per_world_armature_is_each_world_alone():
 
 
 def test_gradient_through_exact_rows_matches_finite_differences():
-    xml = _chain_xml()
+    xml = _chain_xml(n=2)
     with jax.enable_x64(True):
         b, model = _load(xml, "articulated", 1)
         co = b.mjcf_info["coordinates"]
 
         def loss(arm):
             p = model.params.replace(joint_armature=model.params.joint_armature * 0 + arm)
-            s = co.set(jaxode.init(model), jnp.asarray(Q0))
-            s = jaxode.rollout(model, s, 3, H, params=p)[0]
+            s = co.set(jaxode.init(model), jnp.asarray(Q0[:2]))
+            s = jaxode.rollout(model, s, 2, H, params=p)[0]
             return co.qpos(s)[0]
 
         g = jax.jit(jax.grad(loss))(0.01)

@@ -235,7 +235,12 @@ class WorldBuilder:
     ``iterations`` and ``sor``, or ``"direct"``: ODE's big-matrix ``dWorldStep``
     instead of QuickStep, one dense LCP per world solved exactly
     (:mod:`jaxode.sim.solver.direct`; ``iterations`` and ``sor`` unused; pyramid
-    and box friction, no cone).
+    and box friction, no cone), or ``"articulated"``: the joints' unbounded rows
+    (constraint, damping/armature, unbounded motor rows) solved exactly on the
+    joint tree and ``iterations`` QuickStep sweeps with ``sor`` on the bounded rows
+    (limits, motors, contacts) only (:mod:`jaxode.sim.solver.articulated`; robots
+    whose joints are much stiffer than their links: MuJoCo's armature, URDF
+    damping on light links).
     reorder_seed: the seed of ODE's generator (dRandSetSeed) from which pgs draws
     QuickStep's row shuffles (default 0, ODE's at library start; a static model
     option: see docs/ODE_FEATURES.md).
