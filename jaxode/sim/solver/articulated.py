@@ -69,8 +69,8 @@ from jaxode.sim.math import sum_terms
 from jaxode.sim.solver import batching, direct, tree as tree_lib
 from jaxode.sim.solver.core import cone_project, friction_bounds, read
 
-# the world axis is at least this wide (batching.MIN_WORLDS: a world alone rounds as in a batch)
-MIN_WORLDS = 2
+# the world axis is at least this wide: a world alone rounds as in a batch
+MIN_WORLDS = batching.MIN_WORLDS
 
 
 class ArticulatedSolution(NamedTuple):
@@ -306,10 +306,7 @@ def _solve_wm(tree, nj: int, block: int, cone: bool, iterations: int, d: dict,
     return dict(lam_head=lam_head, lam_tail=lam_tail, fc=pad(a))
 
 
-def _world_minor(x, batched: bool, w: int):
-    if batched:
-        return jnp.moveaxis(x, 0, -1)
-    return jnp.broadcast_to(x[..., None], x.shape + (w,))
+_world_minor = batching._to_world_minor
 
 
 @functools.lru_cache(maxsize=None)
