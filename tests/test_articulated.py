@@ -224,3 +224,8 @@ def test_closed_loop_converges_to_dworldstep():
 def test_articulated_refuses_ode_reorder():
     with pytest.raises(ValueError, match="reorder='ode'.*solver 'pgs'"):
         jaxode.WorldBuilder(solver="articulated", reorder="ode")
+    # a model changed after build meets the solve stage's own check
+    _, model = _load(_chain_xml(n=1), "articulated", 1)
+    model = model.replace(reorder="ode")
+    with pytest.raises(ValueError, match="reorder='ode'.*got solver 'articulated'"):
+        jaxode.step(model, jaxode.init(model), H)

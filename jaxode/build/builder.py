@@ -1277,6 +1277,7 @@ class WorldBuilder:
             tables = mesh_lib.pad_meshes([m for _, m, _ in self.meshes])
             meshes = ct.Mesh(**{k: f(v) for k, v in tables.items()})
             mesh_geom = f(np.array([gi for gi, _, _ in self.meshes], dtype=np.int32))
+        joint_pairs = [(j["body1"], j["body2"]) for j in self.joints]
         model = Model(
             nbody=nbody, ngeom=ngeom,
             body_gravity=f(np.array([float(bb["gravity"]) for bb in b])),
@@ -1293,10 +1294,9 @@ class WorldBuilder:
             trimeshes=meshes, trimesh_geom=mesh_geom,
             pair_groups=tuple(pair_groups), joint_groups=joint_groups, params=params,
             njoint=len(self.joints), joint_index=joint_index,
-            joint_order=ode_joint_order(nbody, [(j["body1"], j["body2"]) for j in self.joints]),
-            joint_bodies=tuple((nbody if j["body1"] is None else int(j["body1"]),
-                                nbody if j["body2"] is None else int(j["body2"]))
-                               for j in self.joints),
+            joint_order=ode_joint_order(nbody, joint_pairs),
+            joint_bodies=tuple((nbody if b1 is None else int(b1), nbody if b2 is None else int(b2))
+                               for b1, b2 in joint_pairs),
             contact_capacity=int(contact_capacity), iterations=self.iterations, solver=self.solver,
             reorder_seed=self.reorder_seed, reorder=self.reorder,
             auto_disable=bool(adis_on),

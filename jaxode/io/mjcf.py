@@ -365,7 +365,7 @@ class _Loader:
         rep = self.rep
         cls = "main"
         o = dict(dt=DEFAULT_TIMESTEP, gravity=np.array(DEFAULT_GRAVITY), iterations=DEFAULT_ITERATIONS,
-                 friction_model="pyramid")
+                 friction_model="pyramid", pgs=False)
         if node is None:
             return o
         o["dt"] = self.scalar(node, "timestep", cls, DEFAULT_TIMESTEP)
@@ -1063,7 +1063,7 @@ def load_mjcf(path_or_string, builder: Optional[WorldBuilder] = None,
         # so their rows are solved exactly and only contacts, limits and bounded
         # motors are swept (docs/MJCF.md)
         b.solver = "articulated"
-        b.iterations = o["iterations"] if o.get("pgs") else ARTICULATED_ITERATIONS
+        b.iterations = o["iterations"] if o["pgs"] else ARTICULATED_ITERATIONS
     b.mjcf_info = info
     return b
 

@@ -25,26 +25,44 @@ def block_width(model: Model) -> int:
     return 5 if model.angular_friction else 2
 
 
+def joint_group_rows(model: Model, layout: tuple) -> list:
+    """Per global joint, its rows' positions in the joint groups' row blocks
+    (``layout`` (m, nj) per group, in ``model.joint_groups``' order): a list of
+    ranges, joint by joint in the global order."""
+    start, offset = {}, 0
+    for g, (m, nj) in zip(model.joint_groups, layout):
+        start[g.type] = (offset, m)
+        offset += m * nj
+    out = []
+    for t, k in model.joint_index:
+        off, m = start[t]
+        out.append(range(off + k * m, off + (k + 1) * m))
+    return out
+
+
 def joint_row_order(model: Model, layout: tuple):
     """The joint rows' positions (the groups' order, ``layout`` (m, nj) per group)
     listed joint by joint in ``Model.joint_order`` (ODE's island walk), a numpy
     permutation; None when that is the groups' order already (or no order is set)."""
     if not model.joint_order:
         return None
-    start, offset = {}, 0
-    for g, (m, nj) in zip(model.joint_groups, layout):
-        start[g.type] = (offset, m)
-        offset += m * nj
-    perm = []
-    for j in model.joint_order:
-        t, k = model.joint_index[j]
-        off, m = start[t]
-        perm.extend(range(off + k * m, off + (k + 1) * m))
+    rows = joint_group_rows(model, layout)
+    offset = sum(m * nj for m, nj in layout)
+    perm = [i for j in model.joint_order for i in rows[j]]
     perm = np.asarray(perm, dtype=np.int32)
     if perm.shape[0] != offset:
         raise ValueError(f"Model.joint_order lists {len(model.joint_order)} joints whose rows "
                          f"number {perm.shape[0]}; the joint groups have {offset} rows")
     return None if np.array_equal(perm, np.arange(offset)) else perm
+
+
+def joint_head_rows(model: Model, layout: tuple) -> tuple:
+    """Per global joint, its rows' positions in the RowSet's head (static):
+    :func:`joint_group_rows` through :func:`joint_row_order`'s permutation."""
+    perm = joint_row_order(model, layout)
+    offset = sum(m * nj for m, nj in layout)
+    where = np.arange(offset) if perm is None else np.argsort(perm)
+    return tuple(tuple(int(where[i]) for i in r) for r in joint_group_rows(model, layout))
 
 
 def _cat(tables) -> Rows:

@@ -11,8 +11,9 @@
 - :mod:`jaxode.sim.solver.direct`: ``direct``, ODE's ``dWorldStep`` instead of
   QuickStep: one dense LCP per world solved exactly (no sweeps, no ``iterations``).
 - :mod:`jaxode.sim.solver.articulated`: ``articulated``, QuickStep's sweeps on the
-  bounded rows with the joints' equality rows eliminated exactly (one dense
-  factorisation per world): articulated robots at RL iteration counts.
+  bounded rows with the joints' equality rows eliminated exactly (a linear-time
+  factorisation on the joint tree, :mod:`jaxode.sim.solver.tree`): articulated
+  robots at RL iteration counts.
 
 :func:`solve` is the stage: rows in, lambdas and ``fc = M^-1 J^T lambda`` out.
 """
@@ -159,16 +160,16 @@ def solve_rows(model, rows, bodies, params, time=0.0, rng=None) -> Solution:
     state."""
     dtype = bodies.rhs.dtype
     name = resolve(model.solver, model.reorder)
+    if model.reorder == "ode" and (name != "pgs" or model.friction_cone):
+        raise ValueError("reorder='ode' (ODE 0.16's shuffle of every row) needs solver "
+                         "'pgs' and no cone friction (Gazebo's cone model is not ODE's "
+                         f"QuickStep) (got solver {name!r}, friction_cone "
+                         f"{bool(model.friction_cone)})")
     if name == "direct":
         return solve_direct(model, rows, bodies)
     if name == "articulated":
         return solve_articulated(model, rows, bodies, params)
     if model.reorder == "ode":
-        if name != "pgs" or model.friction_cone:
-            raise ValueError("reorder='ode' (ODE 0.16's shuffle of every row) needs solver "
-                             "'pgs' and no cone friction (Gazebo's cone model is not ODE's "
-                             f"QuickStep) (got solver {name!r}, friction_cone "
-                             f"{bool(model.friction_cone)})")
         if rng is None:
             raise ValueError("reorder='ode' needs ODE's generator state: State.rng is None "
                              "(make the state with jaxode.init(model))")
@@ -194,6 +195,13 @@ def solve_rows(model, rows, bodies, params, time=0.0, rng=None) -> Solution:
                  slot_sizes=model.slot_sizes, **options)
 
 
+def _no_rows(bodies) -> Solution:
+    """The solve of a world without rows: no lambdas, fc = 0."""
+    dtype = bodies.rhs.dtype
+    z = jnp.zeros((0,), dtype)
+    return Solution(z, z, jnp.zeros((bodies.inv_mass.shape[0], 6), dtype))
+
+
 def solve_direct(model, rows, bodies) -> Solution:
     """The solve stage of ``solver="direct"``: dWorldStep's exact LCP
     (:mod:`jaxode.sim.solver.direct`) on the step's rows."""
@@ -201,12 +209,8 @@ def solve_direct(model, rows, bodies) -> Solution:
         raise ValueError("solver 'direct' (ODE's dWorldStep) has pyramid and box friction only; "
                          "a surface of this model uses friction='cone' (Gazebo's cone model): "
                          "use solver 'pgs' or 'colored'")
-    dtype = bodies.rhs.dtype
-    nh, nt = rows.head.body1.shape[0], rows.tail.body1.shape[0]
-    if nh + nt == 0:
-        z = jnp.zeros((0,), dtype)
-        return Solution(z, z, jnp.zeros((bodies.inv_mass.shape[0], 6), dtype),
-                        unsolved=jnp.zeros((), jnp.int32))
+    if rows.head.body1.shape[0] + rows.tail.body1.shape[0] == 0:
+        return _no_rows(bodies)._replace(unsolved=jnp.zeros((), jnp.int32))
     d = direct.solve(rows.head, rows.tail, bodies.inv_mass, bodies.inv_inertia, bodies.rhs,
                      bodies.h)
     return Solution(d.lam_head, d.lam_tail, d.fc, unsolved=(~d.solved).astype(jnp.int32))
@@ -216,16 +220,10 @@ def solve_articulated(model, rows, bodies, params) -> Solution:
     """The solve stage of ``solver="articulated"`` (:mod:`jaxode.sim.solver.articulated`):
     the joints' equality rows exactly, the bounded rows by ``model.iterations``
     QuickStep sweeps with ``params.sor``."""
-    if model.reorder == "ode":
-        raise ValueError("reorder='ode' (ODE 0.16's shuffle of every row) needs solver 'pgs' "
-                         "(got solver 'articulated')")
     dtype = bodies.rhs.dtype
-    nh, nt = rows.head.body1.shape[0], rows.tail.body1.shape[0]
-    if nh + nt == 0:
-        z = jnp.zeros((0,), dtype)
-        return Solution(z, z, jnp.zeros((bodies.inv_mass.shape[0], 6), dtype))
-    from jaxode.sim.rowset import joint_row_order
-    tree = tree_lib.structure(model, rows.joint_layout, joint_row_order(model, rows.joint_layout))
+    if rows.head.body1.shape[0] + rows.tail.body1.shape[0] == 0:
+        return _no_rows(bodies)
+    tree = tree_lib.structure(model, rows.joint_layout)
     a = articulated.solve(tree, rows.head, rows.tail, rows.njoint_rows, bodies.inv_mass,
                           bodies.inv_inertia, bodies.inertia, bodies.rhs, bodies.h,
                           jnp.asarray(params.sor, dtype), model.iterations, block=rows.block,

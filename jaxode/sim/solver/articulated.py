@@ -16,8 +16,8 @@ QuickStep's, ``A lambda = b + w`` with ``A = J M^-1 J^T + diag(cfm / h)``,
 1. E, the *equality rows*: every active joint row with no bound
    (``lo = -inf``, ``hi = +inf``: the joints' own constraint rows, the
    passive damper/armature rows of :mod:`jaxode.sim.joints.passive`, unbounded
-   motors). Their block ``A_EE`` is factorised once per step (dense
-   Cholesky, one per world).
+   motors). Their system is factorised once per step on the joint tree
+   (:mod:`jaxode.sim.solver.tree`, one per world).
 2. Eliminating E exactly leaves the bounded rows C (limits, bounded motors,
    friction loss, contacts) the Schur-complement problem
    ``S lambda_C = b_C - A_CE A_EE^-1 b_E + w``,
@@ -30,8 +30,9 @@ QuickStep's, ``A lambda = b + w`` with ``A = J M^-1 J^T + diag(cfm / h)``,
    per contact its normal row and its friction rows) on S, carrying
    ``fc = M^-1 J_E^T A_EE^-1 b_E + P J_C^T lambda_C``, the accelerations with
    the equality rows exactly satisfied at every update.
-4. lambda_E follows from lambda_C by one more solve, and
-   ``fc = M^-1 J^T lambda`` from all lambdas.
+4. lambda_E and ``fc = M^-1 J^T lambda`` follow from lambda_C linearly: the
+   one tree solve that gave P also gave the equality forces of a unit force on
+   each body coordinate.
 
 With no bounded row active the step is exact after any number of sweeps (a
 damped, armatured hinge chain follows MuJoCo's implicit Euler to rounding);
@@ -45,7 +46,7 @@ The factorisation is Baraff's linear-time one on the joint graph
 one joint to the world per tree, are left to the sweeps (their rows are
 bounded rows with infinite bounds: exact once the sweeps converge). Cost per
 world and step: the factorisation (a few 6 x 6 blocks per body and joint),
-``P`` (one tree solve with 6 nbody right-hand sides), the responses (R 6B 12)
+``P`` (one tree solve with 6 nbody + 1 right-hand sides), the responses (R 6B 12)
 and the sweeps (R 6B per sweep), with B the bodies and R all rows; memory
 (6B)^2 for P.
 
@@ -67,7 +68,8 @@ from jax.custom_batching import custom_vmap
 
 from jaxode.sim.math import sum_terms
 from jaxode.sim.solver import batching, direct, tree as tree_lib
-from jaxode.sim.solver.core import cone_project, friction_bounds, read
+from jaxode.sim.solver.core import _dot6_adds as _dot6
+from jaxode.sim.solver.core import cone_project, friction_bounds, read, take_bodies, write
 
 # the world axis is at least this wide: a world alone rounds as in a batch
 MIN_WORLDS = batching.MIN_WORLDS
@@ -98,11 +100,6 @@ def _block(m, minv3):
     return out.at[:3, :3].set(tree_lib.eye(3, minv3) * m).at[3:, 3:].set(minv3)
 
 
-def _dot6(a, b):
-    """sum over the 6 Jacobian entries (axis -2, never the world axis), in index order."""
-    return sum_terms(a * b, -2)
-
-
 def _solve_wm(tree, nj: int, block: int, cone: bool, iterations: int, d: dict,
               static: bool = False) -> dict:
     """The solve on world-minor data ``d`` (see :func:`solve` for the fields; every
@@ -119,7 +116,6 @@ def _solve_wm(tree, nj: int, block: int, cone: bool, iterations: int, d: dict,
     nc = nh - nj
     fps = 1.0 / d["h"]
     sor = d["sor"]
-    aw = jnp.arange(w)
     # joint rows: static bodies; contact slots: each world's own (nc, W)
     jr_b1 = np.full((nj,), nbody, np.int32)
     jr_b2 = np.full((nj,), nbody, np.int32)
@@ -142,10 +138,7 @@ def _solve_wm(tree, nj: int, block: int, cone: bool, iterations: int, d: dict,
     jcfm = jpart(head["cfm"]) * fps
     ccfm = ccfm * fps
 
-    def rb_per_world(table, b):          # table (B, ..., W), b (nc, W) -> (nc, ..., W)
-        return jnp.moveaxis(table[b, ..., aw], 1, -1) if table.ndim > 2 else table[b, aw]
-
-    rb1, rb2 = rb_per_world(rhs_body, cb1), rb_per_world(rhs_body, cb2)  # (nc, 6, W)
+    rb1, rb2 = take_bodies(rhs_body, cb1), take_bodies(rhs_body, cb2)    # (nc, 6, W)
     jrhs = (jpart(head["c"]) * fps + _dot6(jj1, rhs_body[jr_b1]) + _dot6(jj2, rhs_body[jr_b2]))
     crhs = cc * fps + _dot6(cj1, rb1[:, None]) + _dot6(cj2, rb2[:, None])  # (nc, U, W)
 
@@ -207,8 +200,7 @@ def _solve_wm(tree, nj: int, block: int, cone: bool, iterations: int, d: dict,
                 + sum_terms(j2[..., :, None, None, :] * p2, -4))
 
     jresp = resp_of(jj1, jj2, p_rows[jr_b1], p_rows[jr_b2])               # (nj, B, 6, W)
-    pc1 = jnp.moveaxis(p_rows[cb1, ..., aw], 1, -1)                        # (nc, 6, B, 6, W)
-    pc2 = jnp.moveaxis(p_rows[cb2, ..., aw], 1, -1)
+    pc1, pc2 = take_bodies(p_rows, cb1), take_bodies(p_rows, cb2)         # (nc, 6, B, 6, W)
     cresp = resp_of(cj1, cj2, pc1[:, None], pc2[:, None])                 # (nc, U, B, 6, W)
     jdiag = (_dot6(jj1, jresp[np.arange(nj), jr_b1]) + _dot6(jj2, jresp[np.arange(nj), jr_b2])
              + jcfm)
@@ -294,7 +286,7 @@ def _solve_wm(tree, nj: int, block: int, cone: bool, iterations: int, d: dict,
          .at[jr_b2].add(jj2 * lj[:, None]))
     fcon1 = sum_terms(cj1 * lc[:, :, None], 1)                            # (nc, 6, W)
     fcon2 = sum_terms(cj2 * lc[:, :, None], 1)
-    f = f.at[cb1, :, aw].add(jnp.swapaxes(fcon1, 1, 2)).at[cb2, :, aw].add(jnp.swapaxes(fcon2, 1, 2))
+    f = write(f, cb1, cb2, None, fcon1, fcon2, per_world=True)
     f = f[:nbody].reshape(k, w)
     a, mu = a0, mu_all[:, k]
     for i in range(k):                        # + P f, and the equality forces of f, in order
@@ -380,7 +372,7 @@ def solve(tree, head, tail, njoint_rows: int, inv_mass, inv_inertia, inertia, rh
     dtype = rhs_body.dtype
     if cone_rows is None or not cone:
         cone_rows = jnp.zeros((nt,), bool)
-    fields = ("j1", "j2", "c", "cfm", "lo", "hi", "active")
+    fields = batching.ROW_FIELDS
     data = dict(
         head={f: getattr(head, f) for f in fields}, tail={f: getattr(tail, f) for f in fields},
         inv_mass=inv_mass, inv_inertia=inv_inertia, inertia=inertia, rhs_body=rhs_body,

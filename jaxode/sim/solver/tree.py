@@ -139,30 +139,17 @@ def _structure(nbody: int, joint_bodies: tuple, joint_rows: tuple) -> Tree:
     return Tree(tuple(nodes), rows, tuple(zip(joint_rows, joint_bodies)))
 
 
-def joint_head_rows(model, layout: tuple, perm) -> tuple:
-    """Per global joint, its rows' positions in the RowSet's head (static):
-    the joint groups' row blocks (``layout`` (m, nj) per group) in
-    ``model.joint_order``'s permutation ``perm`` (None: the groups' order)."""
-    start, offset = {}, 0
-    for g, (m, nj) in zip(model.joint_groups, layout):
-        start[g.type] = (offset, m)
-        offset += m * nj
-    where = np.arange(offset) if perm is None else np.argsort(perm)
-    out = []
-    for t, k in model.joint_index:
-        off, m = start[t]
-        out.append(tuple(int(i) for i in where[off + k * m: off + (k + 1) * m]))
-    return tuple(out)
-
-
-def structure(model, layout: tuple, perm) -> Tree:
-    """The forest of ``model``'s joints (module docstring), cached per model structure."""
+def structure(model, layout: tuple) -> Tree:
+    """The forest of ``model``'s joints (module docstring), cached per model structure;
+    ``layout`` the RowSet's joint layout (its head rows per joint:
+    :func:`jaxode.sim.rowset.joint_head_rows`)."""
+    from jaxode.sim.rowset import joint_head_rows
     if len(model.joint_bodies) != model.njoint:
         raise ValueError(f"solver 'articulated' needs Model.joint_bodies, one (body1, body2) per "
                          f"joint ({model.njoint} joints, got {len(model.joint_bodies)}): build "
                          "the model with this version's WorldBuilder")
     return _structure(int(model.nbody), tuple(model.joint_bodies),
-                      joint_head_rows(model, layout, perm))
+                      joint_head_rows(model, layout))
 
 
 # Every array below is world-minor: a trailing world axis W (W = 1 is one world).
