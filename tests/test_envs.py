@@ -48,8 +48,8 @@ def rk4(f, y, t_end, h=1e-3):
 
 # --------------------------------------------------------------- validation
 def test_make_and_randomize_validation():
-    with pytest.raises(ValueError, match="unknown environment 'hopper'"):
-        envs.make("hopper")
+    with pytest.raises(ValueError, match="unknown environment 'hoppr'"):
+        envs.make("hoppr")
     with pytest.raises(ValueError, match="unknown option.*'forse'"):
         envs.make("cartpole", forse=5.0)
     with pytest.raises(ValueError, match="frame_skip must be an integer >= 1"):

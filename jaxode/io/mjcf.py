@@ -73,7 +73,9 @@ attributes listed above are warned once per name.
 ``joints`` (name -> ODE joint index), ``joint_ref`` (name -> MuJoCo ref),
 ``geoms`` (name -> geom index), ``visual_geoms`` (names of the geoms left
 out), ``actuators`` (name -> Actuator), ``coordinates`` (MuJoCo's qpos / qvel
-layout: :class:`jaxode.tools.coordinates.Coordinates`) and
+layout: :class:`jaxode.tools.coordinates.Coordinates`), ``mj_bodies``
+(MuJoCo's bodies and sites: :class:`jaxode.tools.mujoco_data.Bodies`, for
+xpos, cinert, cvel, cfrc_ext) and
 ``unsupported`` (tag, line, why).
 """
 from __future__ import annotations
@@ -123,7 +125,7 @@ class Actuator:
     (gear^2 * -b2: MuJoCo's implicitfast treatment, stable for any kv; outside
     forcerange's clamp) and b2 here is 0; ctrlrange / forcerange: (lo, hi) or
     None (unlimited); a position actuator's inheritrange sets ctrlrange from the
-    joint's range."""
+    joint's range; joint_name: the MJCF joint's name."""
 
     name: str
     kind: str
@@ -135,6 +137,19 @@ class Actuator:
     bias: tuple
     ctrlrange: Optional[tuple]
     forcerange: Optional[tuple]
+    joint_name: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class Fluid:
+    """MuJoCo's ``<option density viscosity wind>`` (``builder.mjcf_info["fluid"]``
+    when density or viscosity is > 0): the medium of the inertia-box drag model
+    (:func:`jaxode.tools.mujoco_data.fluid_forces`). density [kg/m^3], viscosity
+    [Pa s], wind (3,) [m/s] the medium's velocity, world frame."""
+
+    density: float
+    viscosity: float
+    wind: tuple
 
 
 class _Rep(Reporter):
@@ -391,11 +406,18 @@ class _Loader:
         if integ != "Euler":
             rep.warn(node, f"integrator {integ!r}: jaxode steps ODE's semi-implicit Euler "
                            "(MuJoCo's Euler)", key="option integrator")
+        fluid = {k: self.scalar(node, k, cls, 0.0) for k in ("density", "viscosity")}
+        fluid["wind"] = tuple(float(x) for x in self.floats(node, "wind", cls, 3, (0.0, 0.0, 0.0)))
         for k in ("density", "viscosity"):
-            if float(node.attrib.get(k, "0") or 0) != 0:
-                rep.warn(node, f"fluid {k} has no ODE counterpart, ignored", key=f"option {k}")
+            if not (math.isfinite(fluid[k]) and fluid[k] >= 0):
+                raise rep.error(node, f"{k} must be a number >= 0 (got {fluid[k]})")
+        if fluid["density"] > 0 or fluid["viscosity"] > 0:
+            self.info["fluid"] = Fluid(**fluid)
+            rep.warn(node, "fluid density/viscosity: MuJoCo's inertia-box drag is applied by "
+                           "jaxode.io.mjcf.apply_fluid (the MJCF envs call it each step), not "
+                           "by jaxode.step", key="option fluid")
         for k in ("impratio", "tolerance", "noslip_iterations", "noslip_tolerance", "ls_iterations",
-                  "ls_tolerance", "ccd_iterations", "jacobian", "wind", "magnetic",
+                  "ls_tolerance", "ccd_iterations", "jacobian", "magnetic",
                   "o_margin", "o_solref", "o_solimp", "o_friction", "sdf_iterations",
                   "sdf_initpoints", "apirate", "mpr_iterations", "mpr_tolerance"):
             if k in node.attrib:
@@ -441,7 +463,8 @@ class _Loader:
         T = T_parent @ self.local(node, "main") if node.tag == "body" else T_parent
         me = len(bodies)
         name = node.attrib.get("name", f"body{me}" if node.tag == "body" else "world")
-        rec = dict(name=name, node=node, T=T, parent=parent, joints=[], geoms=[], inertial=None)
+        rec = dict(name=name, node=node, T=T, parent=parent, joints=[], geoms=[], inertial=None,
+                   sites=[])
         bodies.append(rec)
         if node.tag == "body" and node.attrib.get("mocap") == "true":
             self.rep.warn(node, "mocap bodies are moved by the user in MuJoCo; loaded as static",
@@ -463,6 +486,8 @@ class _Loader:
                     rec["geoms"].append((c, self.cls_of(c, ccls), T_rel))
                 elif c.tag == "inertial":
                     rec["inertial"] = (c, T_rel)
+                elif c.tag == "site":
+                    rec["sites"].append((c, T_rel @ self.local(c, self.cls_of(c, ccls))))
                 elif c.tag in NO_PHYSICS:
                     continue
                 elif c.tag in ("composite", "flexcomp", "replicate", "attach", "plugin", "skin"):
@@ -800,6 +825,7 @@ def load_mjcf(path_or_string, builder: Optional[WorldBuilder] = None,
             for r in sub[1:]:
                 r["parent"] = 0 if r["parent"] == 0 else r["parent"] + off - 1
             bodies[0]["geoms"].extend(sub[0]["geoms"])
+            bodies[0]["sites"].extend(sub[0]["sites"])
             bodies.extend(sub[1:])
         else:
             ld.collect(wb, np.eye(4), None, "main", bodies)
@@ -917,6 +943,7 @@ def load_mjcf(path_or_string, builder: Optional[WorldBuilder] = None,
             info["frames"][r["name"]] = r["T"]
 
     # ---- geoms
+    geom_mj_body = {}
     for i, r in enumerate(bodies):
         gb = ode_body[group[i]]
         for g, cls, gtype, size, pts, T_g in r["shapes"]:
@@ -924,6 +951,8 @@ def load_mjcf(path_or_string, builder: Optional[WorldBuilder] = None,
                              T_ode.get(group[i], np.eye(4)))
             if gi is not None:
                 info["geoms"][g.attrib.get("name", f"geom{gi}")] = gi
+                geom_mj_body[gi] = i
+    info["mj_bodies"] = _body_table(bodies, group, ode_body, T_ode, geom_mj_body, len(b.geoms))
 
     # ---- joints
     coords = []  # (name, coordinates.Joint) in MuJoCo's qpos order
@@ -1066,6 +1095,40 @@ def load_mjcf(path_or_string, builder: Optional[WorldBuilder] = None,
         b.iterations = o["iterations"] if o["pgs"] else ARTICULATED_ITERATIONS
     b.mjcf_info = info
     return b
+
+
+def _body_table(bodies, group, ode_body, T_ode, geom_mj_body, ngeom):
+    """:class:`jaxode.tools.mujoco_data.Bodies` of the loaded tree (MuJoCo's body
+    order, the world first): each MJCF body's ODE body, frame in it, own mass,
+    centre of mass and inertia about it, root, sites; each geom's MJCF body."""
+    from jaxode.tools.mujoco_data import Bodies
+
+    n = len(bodies)
+    parent, root = np.zeros(n, np.int32), np.zeros(n, np.int32)
+    odeb = np.full(n, -1, np.int32)
+    rel_pos, rel_rot = np.zeros((n, 3)), np.tile(np.eye(3), (n, 1, 1))
+    mass, com, inertia = np.zeros(n), np.zeros((n, 3)), np.zeros((n, 3, 3))
+    sites = {}
+    for i, r in enumerate(bodies):
+        if i > 0:
+            parent[i] = r["parent"]
+            root[i] = i if r["parent"] == 0 else root[r["parent"]]
+        k = ode_body[group[i]] if i > 0 else None
+        T = r["T"] if k is None else inv(T_ode[group[i]]) @ r["T"]
+        if k is not None:
+            odeb[i] = k
+        rel_pos[i], rel_rot[i] = T[:3, 3], T[:3, :3]
+        m = r.get("mass")
+        if m is not None and i > 0:
+            mass[i], com[i], inertia[i] = m.mass, m.com, m.inertia_about_com()
+        for s_node, T_s in r.get("sites", ()):
+            sites[s_node.attrib.get("name", f"site{len(sites)}")] = (i, T_s[:3, 3].copy())
+    gbody = np.zeros(ngeom, np.int32)
+    for gi, i in geom_mj_body.items():
+        gbody[gi] = i
+    return Bodies(names=tuple(r["name"] for r in bodies), parent=parent, root=root,
+                  ode_body=odeb, rel_pos=rel_pos, rel_rot=rel_rot, mass=mass, com=com,
+                  inertia=inertia, geom_body=gbody, sites=sites)
 
 
 def _equality(ld: _Loader, b: WorldBuilder, e: Node, bodies, names, group, ode_body) -> None:
@@ -1223,7 +1286,7 @@ def _actuator(ld: _Loader, a: Node, info: dict, b: WorldBuilder) -> None:
         name=a.attrib.get("name", ""), kind=a.tag, joint=ji,
         joint_type=info["joint_type"][jname], ref=info["joint_ref"][jname], gear=gear,
         gain=float(gain), bias=tuple(float(x) for x in bias), ctrlrange=ctrlrange,
-        forcerange=rng("forcerange"))
+        forcerange=rng("forcerange"), joint_name=jname)
 
 
 def _q_qd(model, state, joint_type: str, joint: int, ref: float):
@@ -1242,15 +1305,14 @@ def _add_joint_force(model, state, joint_type: str, joint: int, f):
     return ja.add_slider_force(model, state, joint, f)
 
 
-def apply_actuators(model, state, actuators, ctrl):
-    """Add the actuators' joint torques [N m] / forces [N] for the controls
-    ``ctrl`` (one per actuator, in the order of ``actuators``, a list or the
-    dict ``builder.mjcf_info["actuators"]``) to ``state``; call before each
-    ``jaxode.step``. MuJoCo's model: ``ctrl`` clamped to ctrlrange, actuator
-    force ``gain * ctrl + b0 + b1 * l + b2 * ldot`` (the actuator's length l =
-    gear * q, q = ref + ODE angle or position, ldot its rate) clamped to
-    forcerange, joint force = gear * force (a servo's kv is the joint's implicit
-    damping instead: :class:`Actuator`). Traced (jit / vmap friendly)."""
+def actuator_forces(model, state, actuators, ctrl):
+    """(nact,) each actuator's joint torque [N m] / force [N], ``gear * force``,
+    for the controls ``ctrl`` (one per actuator, in the order of ``actuators``,
+    a list or the dict ``builder.mjcf_info["actuators"]``). MuJoCo's model:
+    ``ctrl`` clamped to ctrlrange, actuator force ``gain * ctrl + b0 + b1 * l +
+    b2 * ldot`` (the actuator's length l = gear * q, q = ref + ODE angle or
+    position, ldot its rate) clamped to forcerange (a servo's kv is the joint's
+    implicit damping instead: :class:`Actuator`). Traced (jit / vmap friendly)."""
     import jax.numpy as jnp
 
     acts = list(actuators.values()) if isinstance(actuators, dict) else list(actuators)
@@ -1258,6 +1320,7 @@ def apply_actuators(model, state, actuators, ctrl):
     if ctrl.shape[-1:] != (len(acts),):
         raise ValueError(f"ctrl must have {len(acts)} entries, one per actuator "
                          f"(got shape {ctrl.shape})")
+    out = []
     for k, act in enumerate(acts):
         u = ctrl[k]
         if act.ctrlrange is not None:
@@ -1267,5 +1330,37 @@ def apply_actuators(model, state, actuators, ctrl):
         f = act.gain * u + act.bias[0] + act.bias[1] * (act.gear * q) + act.bias[2] * (act.gear * qd)
         if act.forcerange is not None:
             f = jnp.clip(f, act.forcerange[0], act.forcerange[1])
-        state = _add_joint_force(model, state, act.joint_type, act.joint, act.gear * f)
+        out.append(act.gear * f)
+    return jnp.stack(out) if out else jnp.zeros((0,), state.pos.dtype)
+
+
+def apply_fluid(model, state, table, fluid: Fluid):
+    """Add MuJoCo's inertia-box fluid forces (``fluid``: ``mjcf_info["fluid"]``;
+    ``table``: ``mjcf_info["mj_bodies"]``) to ``state``'s force and torque
+    accumulators, at each MJCF body's centre of mass
+    (:func:`jaxode.tools.mujoco_data.fluid_forces`); call before each
+    ``jaxode.step``. Traced."""
+    from jaxode import api
+    from jaxode.tools import mujoco_data as md
+
+    data = md.body_data(table, state)
+    ft = md.fluid_forces(table, state, fluid, data)
+    for i in range(1, table.nbody):
+        k = int(table.ode_body[i])
+        if k < 0 or table.mass[i] <= 0:
+            continue
+        state = api.add_force_at_pos(state, k, ft[i, 3:], data.xipos[i])
+        state = api.add_torque(state, k, ft[i, :3])
+    return state
+
+
+def apply_actuators(model, state, actuators, ctrl):
+    """Add the actuators' joint torques [N m] / forces [N] for the controls
+    ``ctrl`` (:func:`actuator_forces`: one per actuator, in the order of
+    ``actuators``, a list or the dict ``builder.mjcf_info["actuators"]``) to
+    ``state``; call before each ``jaxode.step``. Traced (jit / vmap friendly)."""
+    acts = list(actuators.values()) if isinstance(actuators, dict) else list(actuators)
+    f = actuator_forces(model, state, acts, ctrl)
+    for k, act in enumerate(acts):
+        state = _add_joint_force(model, state, act.joint_type, act.joint, f[k])
     return state

@@ -374,6 +374,28 @@ def _torsional_bound(a: dict, b: dict, depth, spin):
     return jnp.where(has, bound, spin)
 
 
+def friction_dir1(n, fdir_a, fdir_b, has_a):
+    """(C, 3) first friction direction of contacts with normals ``n`` (C, 3):
+    fdir1 of geom 1 (``fdir_a``, used where ``has_a``) else of geom 2
+    (``fdir_b``), in the world, projected on the contact plane; where that is
+    zero (no fdir1, or one along the normal), ODE's dPlaneSpace(n). The second
+    is ``n x t1``. The one rule for the rows (:func:`rows_of`) and for reading
+    contact forces back (:func:`friction_frame`)."""
+    fd = params_spec.combine("fdir1", fdir_a, fdir_b, set_a=has_a)
+    fd = fd - _dot3(fd, n)[:, None] * n
+    fd2 = _dot3(fd, fd)[:, None]
+    use_fd = fd2 > 1e-12
+    fd = fd / jnp.sqrt(jnp.where(use_fd, fd2, 1.0))
+    ps1, _ = jm.plane_space(jnp.moveaxis(n, 1, 0))          # elementwise: any layout
+    return jnp.where(use_fd, fd, jnp.moveaxis(ps1, 0, 1))
+
+
+def friction_frame(n, fdir_a, fdir_b, has_a):
+    """(t1, t2) the contacts' friction directions (:func:`friction_dir1`; t2 = n x t1)."""
+    t1 = friction_dir1(n, fdir_a, fdir_b, has_a)
+    return t1, _cross3(n, t1)
+
+
 def rows_of(src: ContactSource, params: SurfaceParams, angular: bool
             ) -> tuple[Rows, Rows, jax.Array]:
     """The rows of a world's contact slots (ODE's contact joint getInfo2): (head, tail,
@@ -426,16 +448,7 @@ def rows_of(src: ContactSource, params: SurfaceParams, angular: bool
     bounce_c = bounce * incoming + motion_n
     c = jnp.where((incoming > bounce_vel) & (bounce_c > c), bounce_c, c)
 
-    # Friction directions: fdir1 of geom 1 (else geom 2) in the world, projected on
-    # the contact plane; else dPlaneSpace(n).
-    fd = params_spec.combine("fdir1", src.fdir[src.geom1], src.fdir[src.geom2],
-                             set_a=src.has_fdir[src.geom1])
-    fd = fd - _dot3(fd, n)[:, None] * n
-    fd2 = _dot3(fd, fd)[:, None]
-    use_fd = fd2 > 1e-12
-    fd = fd / jnp.sqrt(jnp.where(use_fd, fd2, 1.0))
-    ps1, _ = jm.plane_space(jnp.moveaxis(n, 1, 0))          # elementwise: any layout
-    t1 = jnp.where(use_fd, fd, jnp.moveaxis(ps1, 0, 1))
+    t1 = friction_dir1(n, src.fdir[src.geom1], src.fdir[src.geom2], src.has_fdir[src.geom1])
     # computed once (jm.materialize): each is read by several of the rows'
     # entries, and XLA would otherwise recompute the friction frame inside every
     # one (rows_of's Jacobian kernels: 4-6 ns per entry and world, bin_16 at

@@ -11,6 +11,7 @@ import inspect
 
 from jaxode.tools.envs.cartpole import CartPole
 from jaxode.tools.envs.core import Env
+from jaxode.tools.envs.mujoco_tasks import TASKS
 from jaxode.tools.envs.pendulum import Pendulum
 from jaxode.tools.envs.push_box import PushBox
 from jaxode.tools.envs.walker import Walker
@@ -32,6 +33,7 @@ REGISTRY = {e.name: e for e in (
     Registered("pendulum", Pendulum, "jaxode/Pendulum-v0", "jaxode_pendulum"),
     Registered("push_box", PushBox, "jaxode/PushBox-v0", "jaxode_push_box"),
     Registered("walker", Walker, "jaxode/Walker-v0", "jaxode_walker"),
+    *(Registered(*t) for t in TASKS),
 )}
 
 #: name -> Env class
@@ -48,7 +50,8 @@ def make(name: str, **options) -> Env:
     if name not in REGISTRY:
         raise ValueError(f"unknown environment {name!r}; choose from {sorted(REGISTRY)}")
     cls = REGISTRY[name].cls
-    allowed = [p for p in inspect.signature(cls.__init__).parameters if p != "self"]
+    allowed = (cls.option_names() if hasattr(cls, "option_names") else
+               [p for p in inspect.signature(cls.__init__).parameters if p != "self"])
     unknown = sorted(set(options) - set(allowed))
     if unknown:
         raise ValueError(f"env {name!r}: unknown option(s) {unknown}; options are {allowed}")
