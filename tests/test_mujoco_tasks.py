@@ -306,3 +306,29 @@ def test_registered_and_options_checked():
         make("ant", xml_file="nope.xml")
     no_cfrc = make("ant", include_cfrc_ext_in_observation=False)
     assert no_cfrc.observation_size == 27
+
+
+def test_from_mjcf_takes_the_users_functions():
+    """from_mjcf: default observation qpos + qvel (MuJoCo's sizes), the user's
+    reward and termination, the actuators' ctrlrange as the action bounds; a
+    reward that returns no (reward, terminated) pair is refused by name."""
+    from jaxode.tools.envs import from_mjcf
+
+    path = os.path.join(ASSETS, "reacher.xml")
+    mm = mujoco.MjModel.from_xml_path(path)
+
+    def reward(env, before, physics, action):
+        x = env.body_xpos(physics, "fingertip")
+        return -x[0], x[0] > 10.0
+
+    env = from_mjcf(path, reward=reward, frame_skip=2)
+    assert env.observation_size == mm.nq + mm.nv
+    np.testing.assert_allclose(env.action_low, mm.actuator_ctrlrange[:, 0])
+    s = env.reset(jax.random.PRNGKey(0))
+    data = mujoco.MjData(mm)
+    mujoco.mj_forward(mm, data)
+    r, t = env.reward_done(s, s.physics, jnp.zeros(2))
+    assert float(r) == pytest.approx(-data.body("fingertip").xpos[0], abs=1e-6) and not bool(t)
+    bad = from_mjcf(path, reward=lambda env, b, p, a: 0.0)
+    with pytest.raises(ValueError, match="must return \\(reward, terminated\\)"):
+        bad.reward_done(s, s.physics, jnp.zeros(2))

@@ -28,12 +28,19 @@ Environments (``make(name, **options)``; options are the class's arguments):
 (:class:`PushBox`), ``"walker"`` (:class:`Walker`, the quadruped of
 ``examples/walker.py``). Every env takes ``dt``, ``frame_skip``,
 ``episode_length``, ``iterations`` and ``randomize``.
+
+Gymnasium v5's MuJoCo tasks (:mod:`jaxode.tools.envs.mujoco_tasks`): ``"ant"``,
+``"halfcheetah"``, ``"hopper"``, ``"humanoid"``, ``"humanoidstandup"``,
+``"inverted_pendulum"``, ``"inverted_double_pendulum"``, ``"pusher"``,
+``"reacher"``, ``"swimmer"``, ``"walker2d"`` (registered as ``jaxode/Ant-v0``
+...), with v5's option names; :func:`from_mjcf` for any MJCF file.
 """
 from __future__ import annotations
 
 from jaxode.tools.envs.cartpole import CartPole
 from jaxode.tools.envs.core import AutoReset, Env, EnvState
 from jaxode.tools.envs.gym_adapter import GYM_IDS, register_gymnasium, to_gymnasium, to_sb3
+from jaxode.tools.envs.mujoco_tasks import MujocoEnv, from_mjcf
 from jaxode.tools.envs.pendulum import Pendulum
 from jaxode.tools.envs.push_box import PushBox
 from jaxode.tools.envs.randomize import check_randomize, param_names, randomize_params
@@ -70,4 +77,5 @@ register_gymnasium()  # gym.make("jaxode/CartPole-v0") after import jaxode (no-o
 
 __all__ = ["make", "ENVS", "REGISTRY", "BRAX_NAMES", "Env", "EnvState", "AutoReset", "to_gymnasium", "to_sb3", "to_brax",
            "brax_randomization", "register_brax", "register_gymnasium", "GYM_IDS", "CartPole",
-           "Pendulum", "PushBox", "Walker", "randomize_params", "check_randomize", "param_names"]
+           "Pendulum", "PushBox", "Walker", "randomize_params", "check_randomize", "param_names",
+           "MujocoEnv", "from_mjcf"]
