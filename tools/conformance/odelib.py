@@ -250,6 +250,18 @@ _SIGNATURES = {
     "dCreateCapsule": (_ID, [_ID, _D, _D]),
     "dCreateCylinder": (_ID, [_ID, _D, _D]),
     "dCreateRay": (_ID, [_ID, _D]),
+    "dCreateConvex": (_ID, [_ID, _PR, ctypes.c_uint, _PR, ctypes.c_uint,
+                            ctypes.POINTER(ctypes.c_uint)]),
+    "dGeomTriMeshDataCreate": (_ID, []),
+    "dGeomTriMeshDataDestroy": (None, [_ID]),
+    "dGeomTriMeshDataBuildDouble": (None, [_ID, _VP, _I, _I, _VP, _I, _I]),
+    "dCreateTriMesh": (_ID, [_ID, _ID, _VP, _VP, _VP]),
+    "dGeomHeightfieldDataCreate": (_ID, []),
+    "dGeomHeightfieldDataDestroy": (None, [_ID]),
+    "dGeomHeightfieldDataBuildDouble": (None, [_ID, ctypes.POINTER(ctypes.c_double), _I, _D, _D,
+                                                _I, _I, _D, _D, _D, _I]),
+    "dGeomHeightfieldDataSetBounds": (None, [_ID, _D, _D]),
+    "dCreateHeightfield": (_ID, [_ID, _ID, _I]),
     "dGeomRaySet": (None, [_ID, _D, _D, _D, _D, _D, _D]),
     "dGeomDestroy": (None, [_ID]),
     "dGeomSetBody": (None, [_ID, _ID]),
@@ -701,6 +713,21 @@ def _fill_surface(sp: dSurfaceParameters, c: dict) -> None:
 # ---------------------------------------------------------------------------
 # geom creation shared by OdeWorld and collide()
 # ---------------------------------------------------------------------------
+#: geom -> (destroy function name or None, data id, arrays ODE points into): the
+#: trimesh and heightfield data and the convex tables live as long as their geom
+_GEOM_DATA: dict = {}
+
+#: quaternion (w, x, y, z) that turns ODE's heightfield frame (y up) into jaxode's (z up)
+HEIGHTFIELD_QUAT = (math.cos(math.pi / 4), math.sin(math.pi / 4), 0.0, 0.0)
+
+
+def _free_geom_data(lib, g) -> None:
+    """Release what ``_create_geom`` kept for geom ``g`` (after the geom is destroyed)."""
+    fn, data, _ = _GEOM_DATA.pop(g, (None, None, None))
+    if fn is not None:
+        getattr(lib, fn)(data)
+
+
 def _create_geom(lib, space, kind: str, params: dict):
     if kind == "plane":
         n = np.asarray(params["normal"], dtype=np.float64).reshape(3)
@@ -714,6 +741,41 @@ def _create_geom(lib, space, kind: str, params: dict):
         return lib.dCreateCapsule(space, float(params["radius"]), float(params["length"]))
     if kind == "cylinder":
         return lib.dCreateCylinder(space, float(params["radius"]), float(params["length"]))
+    if kind == "convex":  # ODE's own format: planes (F, 4), points (V, 3), polygons flat
+        planes = np.ascontiguousarray(params["planes"], dtype=np.float64).reshape(-1, 4)
+        pts = np.ascontiguousarray(params["points"], dtype=np.float64).reshape(-1, 3)
+        polys = np.ascontiguousarray(params["polygons"], dtype=np.uint32).ravel()
+        g = lib.dCreateConvex(space, planes.ctypes.data_as(_PR), len(planes),
+                              pts.ctypes.data_as(_PR), len(pts),
+                              polys.ctypes.data_as(ctypes.POINTER(ctypes.c_uint)))
+        _GEOM_DATA[g] = (None, None, (planes, pts, polys))  # ODE keeps the pointers
+        return g
+    if kind == "trimesh":  # vertices (V, 3), triangles (T, 3), counter-clockwise outside
+        v = np.ascontiguousarray(params["vertices"], dtype=np.float64).reshape(-1, 3)
+        t = np.ascontiguousarray(params["triangles"], dtype=np.int32).reshape(-1, 3)
+        data = lib.dGeomTriMeshDataCreate()
+        lib.dGeomTriMeshDataBuildDouble(data, v.ctypes.data, 3 * 8, len(v), t.ctypes.data,
+                                        t.size, 3 * 4)
+        g = lib.dCreateTriMesh(space, data, None, None, None)
+        _GEOM_DATA[g] = ("dGeomTriMeshDataDestroy", data, (v, t))
+        return g
+    if kind == "heightfield":
+        # jaxode's frame (z up, heights[i, j] at x along i, y along j over size) in
+        # ODE's (y up, width along local x, depth along local z): the geom is turned
+        # +90 deg about x (local y -> world z, local z -> world -y), so ODE's depth
+        # index runs along -y
+        h = np.asarray(params["heights"], dtype=np.float64)
+        nx, ny = h.shape
+        lx, ly = (float(x) for x in params["size"])
+        ode = np.ascontiguousarray(h[:, ::-1].T)          # [depth j, width i]
+        data = lib.dGeomHeightfieldDataCreate()
+        lib.dGeomHeightfieldDataBuildDouble(
+            data, ode.ctypes.data_as(ctypes.POINTER(ctypes.c_double)), 0, lx, ly, nx, ny,
+            1.0, 0.0, float(params.get("thickness", 1.0)), 0)
+        lib.dGeomHeightfieldDataSetBounds(data, float(h.min()), float(h.max()))
+        g = lib.dCreateHeightfield(space, data, 1)
+        _GEOM_DATA[g] = ("dGeomHeightfieldDataDestroy", data, (ode,))
+        return g
     if kind == "ray":  # placed here: dGeomRaySet(origin, direction), length
         g = lib.dCreateRay(space, float(params["length"]))
         o = np.asarray(params["origin"], dtype=np.float64).reshape(3)
@@ -899,6 +961,8 @@ class OdeWorld:
         if self._space:
             lib.dSpaceDestroy(self._space)  # cleanup mode 1: destroys its geoms
             self._space = None
+            for g in self._geoms:
+                _free_geom_data(lib, g)
         if self._world:
             lib.dWorldDestroy(self._world)  # destroys bodies
             self._world = None
@@ -1035,6 +1099,30 @@ class OdeWorld:
         """Flat-ended cylinder (dCreateCylinder) of ``length`` along the local z axis."""
         return self._add_geom("cylinder", dict(radius=radius, length=length), body, pos, quat,
                               surface, category_bits, collide_bits)
+
+    def add_convex(self, planes, points, polygons, body=None, pos=(0.0, 0.0, 0.0),
+                   quat=_IDENTITY_Q, surface=None, category_bits=None,
+                   collide_bits=None) -> int:
+        """dCreateConvex from ODE's own tables: planes (F, 4) ``n . x = d``, points
+        (V, 3), polygons the flat list ``[k, i_1 .. i_k, k, ...]``."""
+        return self._add_geom("convex", dict(planes=planes, points=points, polygons=polygons),
+                              body, pos, quat, surface, category_bits, collide_bits)
+
+    def add_trimesh(self, vertices, triangles, body=None, pos=(0.0, 0.0, 0.0),
+                    quat=_IDENTITY_Q, surface=None, category_bits=None,
+                    collide_bits=None) -> int:
+        """dCreateTriMesh of vertices (V, 3) and triangles (T, 3) (counter-clockwise
+        seen from outside)."""
+        return self._add_geom("trimesh", dict(vertices=vertices, triangles=triangles), body,
+                              pos, quat, surface, category_bits, collide_bits)
+
+    def add_heightfield(self, heights, size, pos=(0.0, 0.0, 0.0), surface=None,
+                        category_bits=None, collide_bits=None) -> int:
+        """Static dCreateHeightfield in jaxode's frame (``WorldBuilder.add_heightfield``:
+        heights (nx, ny) over size (lx, ly) centred at pos, z up); ODE's geom is the
+        same surface turned by :data:`HEIGHTFIELD_QUAT`."""
+        return self._add_geom("heightfield", dict(heights=heights, size=size), None, pos,
+                              HEIGHTFIELD_QUAT, surface, category_bits, collide_bits)
 
     def geom_pos(self, gi) -> np.ndarray:
         return _read(self._lib.dGeomGetPosition(self._geoms[gi]), 3)
@@ -1205,6 +1293,10 @@ def _parse_spec(spec):
       dict(kind="capsule", radius=r, length=l, ...)  (also kind="cylinder")
       dict(kind="ray", origin=o, direction=d, length=l)  (dCreateRay + dGeomRaySet)
       dict(kind="plane", normal=(a,b,c), offset=d)
+      dict(kind="convex", planes=(F, 4), points=(V, 3), polygons=[k, i.., k, ...])
+      dict(kind="trimesh", vertices=(V, 3), triangles=(T, 3))
+      dict(kind="heightfield", heights=(nx, ny), size=(lx, ly), pos=...)  (jaxode's
+        frame: z up; placed turned by HEIGHTFIELD_QUAT unless quat is given)
       or tuples: ("sphere", r, pos?, quat?), ("box", size, pos?, quat?),
                  ("capsule", r, l, pos?, quat?), ("plane", normal, offset)
     """
@@ -1212,7 +1304,7 @@ def _parse_spec(spec):
         d = dict(spec)
         kind = d.pop("kind", None) or d.pop("type", None)
         pos = d.pop("pos", (0.0, 0.0, 0.0))
-        quat = d.pop("quat", _IDENTITY_Q)
+        quat = d.pop("quat", HEIGHTFIELD_QUAT if kind == "heightfield" else _IDENTITY_Q)
         return kind, d, pos, quat
     kind, *rest = spec
     if kind == "plane":
@@ -1271,3 +1363,4 @@ def collide(spec1, spec2, max_contacts: int = 10, flags: int = 0) -> list:
     finally:
         for g in geoms:
             lib.dGeomDestroy(g)
+            _free_geom_data(lib, g)

@@ -85,7 +85,11 @@ def body_of(m: mass_lib.Mass, pos, **kw) -> Body:
 @dataclass(frozen=True)
 class Geom:
     """A geom. type: "plane" (normal, offset; static), "sphere" (radius), "box"
-    (size = full sides), "capsule" (radius, length along local z).
+    (size = full sides), "capsule" and "cylinder" (radius, length along local z),
+    "convex" (``data``: ODE's dCreateConvex tables ``planes`` (F, 4), ``points``
+    (V, 3), ``polygons`` flat), "trimesh" (``data``: ``vertices`` (V, 3),
+    ``triangles`` (T, 3)), "heightfield" (static; ``data``: ``heights`` (nx, ny)
+    over ``hsize`` (lx, ly) centred at pos, z up: WorldBuilder.add_heightfield's frame).
 
     body: index of the body it is attached to, or None (static, pos/quat =
     world pose); attached: pos/quat = offset in the body frame.
@@ -103,6 +107,11 @@ class Geom:
     pos: tuple = (0.0, 0.0, 0.0)
     quat: tuple = (1.0, 0.0, 0.0, 0.0)
     surface: dict = field(default_factory=dict)
+    data: dict = field(default_factory=dict)
+
+    def shape_key(self) -> tuple:
+        """The shapes of ``data``'s arrays (they are part of a compiled model)."""
+        return tuple((k, np.shape(v)) for k, v in sorted(self.data.items()))
 
 
 @dataclass(frozen=True)
@@ -155,11 +164,16 @@ class Scene:
     # ODE side: create each step's contact joints in reverse (odelib.OdeWorld), so
     # ODE solves one body's contacts in the order found, as jaxode does
     ode_reverse_contacts: bool = False
+    # jaxode side: Model.reorder ("joints": jaxode's fixed contact order; "ode": ODE
+    # 0.16's shuffle of every row from its RNG, so the whole trajectory is ODE's)
+    reorder: str = "joints"
 
     def structure(self) -> tuple:
         """Key of the compiled jaxode function: scenes with equal keys reuse it."""
-        return (len(self.bodies), tuple((g.type, g.body is None) for g in self.geoms),
-                tuple(j.type for j in self.joints), self.world.iterations, self.steps)
+        return (len(self.bodies), tuple((g.type, g.body is None, g.shape_key())
+                                        for g in self.geoms),
+                tuple(j.type for j in self.joints), self.world.iterations, self.steps,
+                self.reorder)
 
 
 @dataclass(frozen=True)
@@ -244,7 +258,7 @@ def build_jaxode(scene: Scene, solver: str = "pgs", **build_args):
         contact_surface_layer=w.contact_surface_layer, linear_damping=w.linear_damping,
         angular_damping=w.angular_damping, linear_damping_threshold=w.linear_damping_threshold,
         angular_damping_threshold=w.angular_damping_threshold, solver=solver,
-        reorder_seed=scene.rand_seed)
+        reorder_seed=scene.rand_seed, reorder=scene.reorder)
     for bd in scene.bodies:
         b.add_body(pos=bd.pos, quat=bd.quat, vel=bd.vel, angvel=bd.angvel,
                    mass=mass_lib.from_inertia(bd.mass, np.asarray(bd.inertia)),
@@ -262,6 +276,16 @@ def build_jaxode(scene: Scene, solver: str = "pgs", **build_args):
             b.add_box(g.size, body=g.body, pos=g.pos, quat=g.quat, surface=surf)
         elif g.type == "capsule":
             b.add_capsule(g.radius, g.length, body=g.body, pos=g.pos, quat=g.quat, surface=surf)
+        elif g.type == "cylinder":
+            b.add_cylinder(g.radius, g.length, body=g.body, pos=g.pos, quat=g.quat, surface=surf)
+        elif g.type == "convex":
+            b.add_convex(g.data["points"], body=g.body, pos=g.pos, quat=g.quat, surface=surf,
+                         planes=g.data["planes"], polygons=g.data["polygons"])
+        elif g.type == "trimesh":
+            b.add_trimesh(g.data["vertices"], g.data["triangles"], body=g.body, pos=g.pos,
+                          quat=g.quat, surface=surf)
+        elif g.type == "heightfield":
+            b.add_heightfield(g.data["heights"], g.data["hsize"], pos=g.pos, surface=surf)
         else:
             raise ValueError(f"scene {scene.name!r}: unknown geom type {g.type!r}")
     for j in scene.joints:
@@ -303,6 +327,16 @@ def build_ode(scene: Scene, stepper: str = "quick"):
             world.add_box(g.size, body=g.body, pos=g.pos, quat=g.quat, surface=s)
         elif g.type == "capsule":
             world.add_capsule(g.radius, g.length, body=g.body, pos=g.pos, quat=g.quat, surface=s)
+        elif g.type == "cylinder":
+            world.add_cylinder(g.radius, g.length, body=g.body, pos=g.pos, quat=g.quat, surface=s)
+        elif g.type == "convex":
+            world.add_convex(g.data["planes"], g.data["points"], g.data["polygons"],
+                             body=g.body, pos=g.pos, quat=g.quat, surface=s)
+        elif g.type == "trimesh":
+            world.add_trimesh(g.data["vertices"], g.data["triangles"], body=g.body, pos=g.pos,
+                              quat=g.quat, surface=s)
+        elif g.type == "heightfield":
+            world.add_heightfield(g.data["heights"], g.data["hsize"], pos=g.pos, surface=s)
         else:
             raise ValueError(f"scene {scene.name!r}: unknown geom type {g.type!r}")
     for j in scene.joints:
@@ -553,6 +587,153 @@ def _rolling_sphere(erp, cfm, mu) -> Scene:
 from tools.conformance.joint_scenes import JOINT_SCENES, joint_batch_scenes  # noqa: E402
 
 SCENES += JOINT_SCENES
+
+# ---- geom kinds the libode harness binds since session 41: convex (dCreateConvex),
+# trimesh (dCreateTriMesh), heightfield (dCreateHeightfield), cylinder dynamics;
+# a joint in contact and fdir1 on a turned, spinning geom
+
+
+def convex_box_tables(half) -> dict:
+    """ODE's dCreateConvex tables of a box of half sides ``half``: planes (6, 4)
+    ``n . x = d``, the 8 corners, and the faces' polygons counter-clockwise seen
+    from outside, as a ``Geom.data`` dict."""
+    pts = np.array([[sx * half[0], sy * half[1], sz * half[2]]
+                    for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)])
+    planes, polys = [], []
+    for ax in range(3):
+        for sgn in (-1.0, 1.0):
+            n = np.zeros(3)
+            n[ax] = sgn
+            planes.append((*n, float(half[ax])))
+            idx = [i for i, p in enumerate(pts) if p[ax] * sgn > 0]
+            u = np.zeros(3)
+            u[(ax + 1) % 3] = 1.0
+            v = np.cross(n, u)
+            c = pts[idx].mean(0)
+            idx = sorted(idx, key=lambda i: math.atan2((pts[i] - c) @ v, (pts[i] - c) @ u))
+            polys += [4] + idx
+    return dict(planes=tuple(planes), points=tuple(map(tuple, pts)), polygons=tuple(polys))
+
+
+def _ramp_mesh(theta: float, length: float = 4.0, width: float = 2.0) -> dict:
+    """Two triangles: a length x width ramp through the origin descending along +x."""
+    c, s_ = math.cos(theta), math.sin(theta)
+    v = tuple((x * c, y, -x * s_) for x, y in ((-length / 2, -width / 2), (length / 2, -width / 2),
+                                              (length / 2, width / 2), (-length / 2, width / 2)))
+    return dict(vertices=v, triangles=((0, 1, 2), (0, 2, 3)))
+
+
+def _floor_mesh(n: int = 4, size: float = 2.0) -> dict:
+    """A flat size x size floor at z = 0 of 2 n^2 triangles (counter-clockwise from +z)."""
+    xs = np.linspace(-size / 2, size / 2, n + 1)
+    v = tuple((float(x), float(y), 0.0) for y in xs for x in xs)
+    t = []
+    for j in range(n):
+        for i in range(n):
+            a = j * (n + 1) + i
+            t += [(a, a + 1, a + n + 2), (a, a + n + 2, a + n + 1)]
+    return dict(vertices=v, triangles=tuple(t))
+
+
+def _hf(heights, size) -> dict:
+    return dict(heights=tuple(map(tuple, np.asarray(heights, np.float64))), hsize=tuple(size))
+
+
+_M_CYL = mass_lib.cylinder(radius=0.1, length=0.3, direction=3, total=2.0)
+_TH15 = math.radians(15.0)
+_Q_Z30 = (math.cos(math.pi / 12), 0.0, 0.0, math.sin(math.pi / 12))
+_X9 = np.linspace(-2.0, 2.0, 9)
+
+GEOM_SCENES: list[Scene] = [
+    Scene("convex_cube_resting", "convex cube (0.2 m; ODE's own dCreateConvex tables on both "
+          "sides) dropped 2 cm onto the plane: 4 contacts",
+          World(), bodies=(body_of(_M_BOX, (0.0, 0.0, 0.12)),),
+          geoms=(_plane(mu=0.5), Geom("convex", body=0, data=convex_box_tables((0.1,) * 3),
+                                     surface=dict(mu=0.5))),
+          metric="rest_height", tol=_multi(3.5e-4, "rest height varies by 1.7e-4 m")),
+    Scene("convex_cube_sliding", "convex cube sliding at 2 m/s on the plane, mu 0.5 (stop "
+          "distance v^2 / (2 mu g) = 0.41 m)",
+          World(), bodies=(body_of(_M_BOX, (0.0, 0.0, 0.0999), vel=(2.0, 0.0, 0.0)),),
+          geoms=(_plane(mu=0.5), Geom("convex", body=0, data=convex_box_tables((0.1,) * 3),
+                                     surface=dict(mu=0.5))),
+          metric="final_x", steps=150, tol=_multi(1.6e-3, "final x varies by 7.9e-4 m")),
+    Scene("cylinder_standing", "cylinder (r 0.1, l 0.3, 2 kg) dropped 2 cm onto its flat end: "
+          "4 rim contacts; jaxode with ODE's shuffle of every row (reorder='ode')",
+          World(), bodies=(body_of(_M_CYL, (0.0, 0.0, 0.17)),),
+          geoms=(_plane(mu=0.5), Geom("cylinder", body=0, radius=0.1, length=0.3,
+                                     surface=dict(mu=0.5))),
+          metric="rest_height", reorder="ode",
+          tol=_one(why64="ODE's row shuffle reproduced (reorder='ode': ODE 0.16's RNG and "
+                         "permutation), so the four rim contacts are solved in ODE's order at "
+                         "every iteration: float64 rounding only. (jaxode's default order "
+                         "converges slower on the four rim rows at 20 sweeps: the resting "
+                         "depth reaches 0 and a contact is lost for a step now and then, a "
+                         "1 mm dip: docs/CONFORMANCE.md)")),
+    Scene("cylinder_rolling_incline", "cylinder lying along y rolls down a 15 deg plane, mu 1 "
+          "(rolling: a = 2/3 g sin 15 deg): 2 rim contacts",
+          World(), bodies=(body_of(_M_CYL, (0.0, 0.0, 0.1 / math.cos(_TH15) + 0.001),
+                                   quat=_Q_X90),),
+          geoms=(Geom("plane", normal=(math.sin(_TH15), 0.0, math.cos(_TH15)),
+                      surface=dict(mu=1.0)),
+                 Geom("cylinder", body=0, radius=0.1, length=0.3, surface=dict(mu=1.0))),
+          metric="final_pos", steps=100,
+          tol=_one(why64="two rim contacts of a rolling cylinder, mirror-symmetric: the "
+                         "shuffle cannot change the result (ODE's own spread over 16 seeds: "
+                         "4e-11 m), float64 rounding only")),
+    Scene("sphere_rolling_trimesh_ramp", "sphere rolls down a 15 deg trimesh ramp (2 "
+          "triangles, ODE's OPCODE trimesh), mu 1 (a = 5/7 g sin 15 deg)",
+          World(), bodies=(body_of(_M_SPHERE, (0.0, -0.5, 0.1 / math.cos(_TH15) + 0.001)),),
+          geoms=(Geom("trimesh", data=_ramp_mesh(_TH15), surface=dict(mu=1.0)),
+                 Geom("sphere", body=0, radius=_SPHERE_R, surface=dict(mu=1.0))),
+          metric="final_pos", steps=100,
+          tol=Tolerance("metric", 2e-8, "one contact, so no row order; but ODE's trimesh "
+                        "collider (OPCODE) rounds the contact depth in single precision: "
+                        "1 mm deep, ODE says 9.6592523e-4 m where the exact depth (jaxode's) "
+                        "is 9.6592583e-4 m, a 6e-10 m difference per step that the rolling "
+                        "sphere carries to 6.4e-9 m over 100 steps; 2e-8 m is 3x that",
+                        1e-4, _WHY_F32_CONTACT)),
+    Scene("box_resting_trimesh", "0.2 m box dropped 2 cm onto a flat trimesh floor of 32 "
+          "triangles (off the vertices): 4 contacts",
+          World(), bodies=(body_of(_M_BOX, (0.05, 0.03, 0.12)),),
+          geoms=(Geom("trimesh", data=_floor_mesh(), surface=dict(mu=0.5)),
+                 Geom("box", body=0, size=(0.2, 0.2, 0.2), surface=dict(mu=0.5))),
+          metric="rest_height", tol=_multi(3.5e-5, "rest height varies by 1.6e-5 m")),
+    Scene("sphere_rolling_heightfield", "sphere rolls down a heightfield sloping 0.25 along x "
+          "(9 x 7 samples, ODE's dCreateHeightfield turned to z up), mu 1",
+          World(), bodies=(body_of(_M_SPHERE, (0.0, 0.0, 0.1 * math.sqrt(1.0625) + 0.001)),),
+          geoms=(Geom("heightfield", data=_hf(np.repeat(-0.25 * _X9[:, None], 7, 1), (4.0, 2.0)),
+                      surface=dict(mu=1.0)),
+                 Geom("sphere", body=0, radius=_SPHERE_R, surface=dict(mu=1.0))),
+          metric="final_pos", steps=100, tol=_one()),
+    Scene("box_resting_heightfield", "0.2 m box dropped 2 cm onto a flat heightfield at z = "
+          "0.05 m (5 x 5 samples): 4 contacts",
+          World(), bodies=(body_of(_M_BOX, (0.05, 0.03, 0.17)),),
+          geoms=(Geom("heightfield", data=_hf(np.full((5, 5), 0.05), (2.0, 2.0)),
+                      surface=dict(mu=0.5)),
+                 Geom("box", body=0, size=(0.2, 0.2, 0.2), surface=dict(mu=0.5))),
+          metric="rest_height", tol=_multi(3.5e-4, "rest height varies by 1.7e-4 m")),
+    Scene("fdir1_rotated_spinning_sphere", "sphere turned 30 deg about z and spinning at 2 "
+          "rad/s about z slides at (1, 0.5) m/s; fdir1 = the sphere's own x with mu 0 along "
+          "it, mu2 0.8 across (Gazebo's rule: fdir1 in the geom frame, turning with it)",
+          World(), bodies=(body_of(_M_SPHERE, (0.0, 0.0, 0.0999), quat=_Q_Z30,
+                                   vel=(1.0, 0.5, 0.0), angvel=(0.0, 0.0, 2.0)),),
+          geoms=(_plane(mu=0.8), Geom("sphere", body=0, radius=_SPHERE_R,
+                                     surface=dict(mu=0.0, mu2=0.8, fdir1=(1.0, 0.0, 0.0)))),
+          metric="final_xy", steps=100, tol=_one()),
+    Scene("hinged_spheres_rolling", "two spheres joined by a hinge (axis y, anchor between "
+          "them) roll at 1 m/s along x on the plane, mu 0.8: joint rows and two contacts in "
+          "one island", World(),
+          bodies=(body_of(_M_SPHERE, (0.0, -0.15, 0.0999), vel=(1.0, 0.0, 0.0)),
+                  body_of(_M_SPHERE, (0.0, 0.15, 0.0999), vel=(1.0, 0.0, 0.0))),
+          geoms=(_plane(mu=0.8), Geom("sphere", body=0, radius=_SPHERE_R, surface=dict(mu=0.8)),
+                 Geom("sphere", body=1, radius=_SPHERE_R, surface=dict(mu=0.8))),
+          joints=(Joint("hinge", 0, 1, geometry=dict(anchor=(0.0, 0.0, 0.0999),
+                                                     axis=(0.0, 1.0, 0.0))),),
+          metric="final_pos", steps=100,
+          tol=_multi(1.1e-3, "final position varies by 5.4e-4 m")),
+]
+SCENES += GEOM_SCENES
+
 
 
 BATCH_SCENES: list[BatchScene] = [
