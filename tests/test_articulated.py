@@ -229,3 +229,53 @@ def test_articulated_refuses_ode_reorder():
     model = model.replace(reorder="ode")
     with pytest.raises(ValueError, match="reorder='ode'.*got solver 'articulated'"):
         jaxode.step(model, jaxode.init(model), H)
+
+
+def test_only_limit_and_motor_rows_are_ever_bounded():
+    """The articulated solve builds responses only for each joint type's
+    limit/motor rows (``JointType.nlimot``, the last rows of ``nrows``): every
+    other joint row (geometric rows, the passive row) must have lo = -inf and
+    hi = +inf in any state. Checked on every joint type with stops, motors,
+    bounce, suspension and CFM set (the conformance joint zoo, plus hinges and
+    sliders with stops, motors and passive rows), at states along a run in which
+    the stops engage."""
+    from jaxode.sim import dynamics, narrowphase, rowset
+    from jaxode.sim.joints import REGISTRY
+    from tools.conformance.scenes import build_jaxode
+    from tools.conformance.joint_scenes import _ZOO_PARAMS, _zoo_world
+
+    models = [build_jaxode(_zoo_world(k, p)) for k, p in enumerate(_ZOO_PARAMS)]
+    models = models[:1] + models[-1:]           # two of the zoo's parameter sets
+    b = jaxode.WorldBuilder(gravity=(0.0, 0.0, -9.81))
+    m = jaxode.mass.box((0.1, 0.1, 0.1), total=0.5)
+    b1 = b.add_body(pos=(0.0, 0.0, 1.0), mass=m, angvel=(4.0, 1.0, 0.0))
+    b2 = b.add_body(pos=(0.0, 0.0, 0.8), mass=m, vel=(0.0, 0.0, -2.0))
+    b.add_hinge(b1, None, anchor=(0.0, 0.0, 1.0), axis=(1.0, 0.0, 0.0), lo_stop=-0.1,
+                hi_stop=0.1, vel=1.0, fmax=0.5, damping=0.3, armature=0.01)
+    b.add_slider(b2, b1, axis=(0.0, 0.0, 1.0), lo_stop=-0.05, hi_stop=0.05, damping=0.2,
+                 stiffness=3.0)
+    b.add_ball(b2, None, anchor=(0.0, 0.3, 0.8))
+    models.append(b.build())
+    for model in models:
+        layout = {}
+
+        def bounds(state, model=model):
+            rows = rowset.build(model, model.params,
+                                dynamics.bodies(model, model.params, state, 0.01),
+                                narrowphase.detect(model, state))
+            layout["joints"] = rows.joint_layout      # static: known once traced
+            return rows.head.lo, rows.head.hi
+
+        bounds = jax.jit(bounds)
+        # states along a run: the stops engage (the zoo's stops are a few degrees / mm)
+        traj = jaxode.rollout(model, jaxode.init(model), 60, 0.01)[1]
+        for k in (0, 20, 59):
+            state = jaxode.init(model).replace(pos=traj.pos[k], quat=traj.quat[k],
+                                               vel=traj.vel[k], angvel=traj.angvel[k])
+            lo, hi = (np.asarray(x) for x in bounds(state))
+            head = rowset.joint_head_rows(model, layout["joints"])
+            for j, (jtype, _) in enumerate(model.joint_index):
+                t = REGISTRY[jtype]
+                free = list(head[j][:t.nrows - t.nlimot]) + list(head[j][t.nrows:])
+                assert np.all(np.isneginf(lo[free])) and np.all(np.isposinf(hi[free])), (
+                    t.name, free, lo[free], hi[free])

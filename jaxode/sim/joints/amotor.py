@@ -121,4 +121,4 @@ def _geometry(geo, frame1, frame2):
                 euler=float(geo["mode"] == "euler"), ref1=ref1, ref2=ref2)
 
 
-register(AMOTOR, JointType("amotor", 3, 3, amotor, _geometry))
+register(AMOTOR, JointType("amotor", 3, 3, amotor, _geometry, nlimot=3))

@@ -139,8 +139,8 @@ def slider(g, b: BodyPair, jp: JointParams, erp_w, cfm_w, fps):
 
 
 register(BALL, JointType("ball", 3, 0, ball))
-register(HINGE, JointType("hinge", 6, 1, hinge))
-register(SLIDER, JointType("slider", 6, 1, slider))
+register(HINGE, JointType("hinge", 6, 1, hinge, nlimot=1))
+register(SLIDER, JointType("slider", 6, 1, slider, nlimot=1))
 def _fixed_geometry(geo, frame1, frame2):
     p1, r1, _ = frame1
     return {"offset": p1 if frame2 is None else jm.mm(r1.T, p1 - frame2[0])}

@@ -262,6 +262,11 @@ class JointType(NamedTuple):
       R (3, 3), quat (4,)) of a body at build time, frame2 None for the world.
       Keys naming JointGroup fields replace the defaults, others go to
       ``extra``. None: the default fields only.
+    nlimot: the limit/motor rows, the last ``nlimot`` of the ``nrows``
+      (:func:`assemble` puts them there); the others are geometric rows with
+      no bounds (lo = -inf, hi = +inf) whatever the parameters: the only rows
+      that can be bounded are these (``solver="articulated"`` builds responses
+      for them alone; tests/test_articulated.py checks every type).
     """
 
     name: str
@@ -269,6 +274,7 @@ class JointType(NamedTuple):
     naxis: int
     rows: Callable
     geometry: Optional[Callable] = None
+    nlimot: int = 0
 
 
 REGISTRY: dict[int, JointType] = {}

@@ -96,4 +96,4 @@ def _geometry(geo, frame1, frame2):
                 s0=np.linalg.norm(np.cross(ax1, ax2)), c0=np.dot(ax1, ax2))
 
 
-register(HINGE2, JointType("hinge2", 6, 2, hinge2, _geometry))
+register(HINGE2, JointType("hinge2", 6, 2, hinge2, _geometry, nlimot=2))

@@ -60,4 +60,4 @@ def _geometry(geo, frame1, frame2):
                 num=float(geo["num_axes"]))
 
 
-register(LMOTOR, JointType("lmotor", 3, 3, lmotor, _geometry))
+register(LMOTOR, JointType("lmotor", 3, 3, lmotor, _geometry, nlimot=3))

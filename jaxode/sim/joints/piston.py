@@ -74,4 +74,4 @@ def piston(g, b: BodyPair, jp: JointParams, erp_w, cfm_w, fps):
                     jnp.concatenate([ca, cl]), cfm_w, [limp, limr])
 
 
-register(PISTON, JointType("piston", 6, 2, piston))
+register(PISTON, JointType("piston", 6, 2, piston, nlimot=2))

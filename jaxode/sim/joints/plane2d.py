@@ -38,4 +38,4 @@ def plane2d(g, b: BodyPair, jp: JointParams, erp_w, cfm_w, fps):
     return assemble(j1, jnp.zeros_like(j1), c, cfm_w, motors)
 
 
-register(PLANE2D, JointType("plane2d", 6, 3, plane2d))
+register(PLANE2D, JointType("plane2d", 6, 3, plane2d, nlimot=3))

@@ -110,4 +110,4 @@ def _geometry(geo, frame1, frame2):
                 axis_p=jm.mm(r1.T, geo["axis1"]))
 
 
-register(PR, JointType("pr", 6, 2, pr, _geometry))
+register(PR, JointType("pr", 6, 2, pr, _geometry, nlimot=2))

@@ -110,4 +110,4 @@ def _geometry(geo, frame1, frame2):
                 qrel1=qrel1, qrel2=qrel2)
 
 
-register(PU, JointType("pu", 6, 3, pu, _geometry))
+register(PU, JointType("pu", 6, 3, pu, _geometry, nlimot=3))

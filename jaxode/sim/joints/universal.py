@@ -163,4 +163,4 @@ def _geometry(geo, frame1, frame2):
     return dict(axis1=jm.mm(r1.T, ax1), axis2=jm.mm(r2.T, ax2), qrel1=qrel1, qrel2=qrel2)
 
 
-register(UNIVERSAL, JointType("universal", 6, 2, universal, _geometry))
+register(UNIVERSAL, JointType("universal", 6, 2, universal, _geometry, nlimot=2))

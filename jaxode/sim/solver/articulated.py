@@ -199,44 +199,65 @@ def _solve_wm(tree, nj: int, block: int, cone: bool, iterations: int, d: dict,
         return (sum_terms(j1[..., :, None, None, :] * p1, -4)
                 + sum_terms(j2[..., :, None, None, :] * p2, -4))
 
-    jresp = resp_of(jj1, jj2, p_rows[jr_b1], p_rows[jr_b2])               # (nj, B, 6, W)
-    pc1, pc2 = take_bodies(p_rows, cb1), take_bodies(p_rows, cb2)         # (nc, 6, B, 6, W)
-    cresp = resp_of(cj1, cj2, pc1[:, None], pc2[:, None])                 # (nc, U, B, 6, W)
-    jdiag = (_dot6(jj1, jresp[np.arange(nj), jr_b1]) + _dot6(jj2, jresp[np.arange(nj), jr_b2])
-             + jcfm)
+    # the joint rows the sweeps may solve (static): limit/motor rows and the rows of
+    # joints outside the forest; every other joint row is unbounded, an equality row
+    sw = np.asarray(tree.sweep_rows, np.int64)
+    ns = sw.shape[0]
+    sj1, sj2, sb1, sb2 = jj1[sw], jj2[sw], jr_b1[sw], jr_b2[sw]
+    srhs, scfm = jrhs[sw], jcfm[sw]
+    jresp = resp_of(sj1, sj2, p_rows[sb1], p_rows[sb2])                    # (ns, B, 6, W)
+    jdiag = (_dot6(sj1, jresp[np.arange(ns), sb1]) + _dot6(sj2, jresp[np.arange(ns), sb2])
+             + scfm)
 
-    def at_body(r, b):                    # r (nc, U, B, 6, W), b (nc, W) -> (nc, U, 6, W)
-        sel = (b[:, None, :] == jnp.arange(nb)[None, :, None]).astype(r.dtype)   # (nc, B, W)
-        return sum_terms(r * sel[:, None, :, None, :], 2)
+    # rows and contact slots that no world of the batch has live are no-ops: the
+    # responses are built and the sweeps visit the live ones only, in their order
+    def live_order(live):
+        return (jnp.argsort(~live, stable=True).astype(jnp.int32),
+                jnp.sum(live, dtype=jnp.int32))
 
-    cdiag_ = _dot6(cj1, at_body(cresp, cb1)) + _dot6(cj2, at_body(cresp, cb2)) + ccfm
-    jbounded = jpart(head["active"]) & ~eq
+    corder, ccount = live_order(jnp.any(cact, axis=(1, 2)))
+    if static:
+        ccount = nc
+
+    def slot_response(i, acc):
+        """Slot corder[i]'s units' responses (U, B, 6, W) and diagonals J P J^T (U, W)."""
+        cresp, cdg = acc
+        kk = corder[i]
+        b1k, b2k = cb1[kk][None], cb2[kk][None]                            # (1, W)
+        r = resp_of(cj1[kk], cj2[kk], take_bodies(p_rows, b1k), take_bodies(p_rows, b2k))
+        at1 = take_bodies(jnp.swapaxes(r, 0, 1), b1k)[0]                    # (U, 6, W)
+        at2 = take_bodies(jnp.swapaxes(r, 0, 1), b2k)[0]
+        return (cresp.at[kk].set(r),
+                cdg.at[kk].set(_dot6(cj1[kk], at1) + _dot6(cj2[kk], at2)))
+
+    # a contact capacity is sized for the worst step (a fallen humanoid: 144 slots),
+    # while a few slots are live: their responses only (the dense (B, 6) response of a
+    # slot costs as much as one sweep over it)
+    cresp, cdg = (jnp.zeros((nc, 1 + block, nb, 6, w), dtype),
+                  jnp.zeros((nc, 1 + block, w), dtype))
+    if nc:
+        cresp, cdg = jax.lax.fori_loop(0, ccount, slot_response, (cresp, cdg))
+    cdiag_ = cdg + ccfm
+    jbounded = (jpart(head["active"]) & ~eq)[sw]                           # (ns, W)
     jad = jnp.where(jbounded, sor / jnp.where(jbounded, jdiag, 1.0), 0.0)
     cad = jnp.where(cact, sor / jnp.where(cact, cdiag_, 1.0), 0.0)
-    jlo, jhi = jpart(head["lo"]), jpart(head["hi"])
+    jlo, jhi = jpart(head["lo"])[sw], jpart(head["hi"])[sw]
     pyramid = d["pyramid"]                                                 # (nc, block, W|1)
     cone_rows = d["cone_rows"]                                             # (nc, block, W|1)
 
     # 3. QuickStep's sweeps on the reduced system (joint rows, then per contact
     # its normal row and friction rows)
-    jrb1, jrb2 = jnp.asarray(jr_b1), jnp.asarray(jr_b2)
-
-    # rows and contact slots that no world of the batch has live are no-ops: the
-    # sweeps visit the live ones only, in their order
-    def live_order(live):
-        return (jnp.argsort(~live, stable=True).astype(jnp.int32),
-                jnp.sum(live, dtype=jnp.int32))
+    jrb1, jrb2 = jnp.asarray(sb1), jnp.asarray(sb2)
 
     jorder, jcount = live_order(jnp.any(jbounded, axis=-1))
-    corder, ccount = live_order(jnp.any(cact, axis=(1, 2)))
     if static:
-        jcount, ccount = nj, nc
+        jcount = ns
 
     def joint_row(i, carry):
         fc, lj, lcn = carry
         r = jorder[i]
-        rate = _dot6(jj1[r], fc[jrb1[r]]) + _dot6(jj2[r], fc[jrb2[r]])
-        new = jnp.clip(lj[r] + jad[r] * (jrhs[r] - jcfm[r] * lj[r] - rate), jlo[r], jhi[r])
+        rate = _dot6(sj1[r], fc[jrb1[r]]) + _dot6(sj2[r], fc[jrb2[r]])
+        new = jnp.clip(lj[r] + jad[r] * (srhs[r] - scfm[r] * lj[r] - rate), jlo[r], jhi[r])
         new = jnp.where(jbounded[r], new, lj[r])
         fc = fc + (new - lj[r]) * jresp[r]
         return fc, lj.at[r].set(new), lcn
@@ -269,21 +290,21 @@ def _solve_wm(tree, nj: int, block: int, cone: bool, iterations: int, d: dict,
         return fc, lj, lc.at[kk].set(jnp.stack(news))
 
     def sweep(_, carry):
-        if nj:
+        if ns:
             carry = jax.lax.fori_loop(0, jcount, joint_row, carry)
         if nc:
             carry = jax.lax.fori_loop(0, ccount, contact, carry)
         return carry
 
-    lj = jnp.zeros((nj, w), dtype)
+    lj = jnp.zeros((ns, w), dtype)
     lc = jnp.zeros((nc, 1 + block, w), dtype)
     fc, lj, lc = jax.lax.fori_loop(0, int(iterations), sweep, (fc, lj, lc))
 
     # 4. the accelerations and lambda_E of f = J_C^T lambda_C, g = b_E
     lj = jnp.where(jbounded, lj, 0.0)
     lc = jnp.where(cact, lc, 0.0)
-    f = (jnp.zeros((nb, 6, w), dtype).at[jr_b1].add(jj1 * lj[:, None])
-         .at[jr_b2].add(jj2 * lj[:, None]))
+    f = (jnp.zeros((nb, 6, w), dtype).at[sb1].add(sj1 * lj[:, None])
+         .at[sb2].add(sj2 * lj[:, None]))
     fcon1 = sum_terms(cj1 * lc[:, :, None], 1)                            # (nc, 6, W)
     fcon2 = sum_terms(cj2 * lc[:, :, None], 1)
     f = write(f, cb1, cb2, None, fcon1, fcon2, per_world=True)
@@ -292,6 +313,7 @@ def _solve_wm(tree, nj: int, block: int, cone: bool, iterations: int, d: dict,
     for i in range(k):                        # + P f, and the equality forces of f, in order
         a = a + pa[:, :, i] * f[i]
         mu = mu + mu_all[:, i] * f[i]
+    lj = jnp.zeros((nj, w), dtype).at[sw].set(lj)
     lj = jnp.where(jpart(head["active"]), lj + jnp.where(eq, -mu, 0.0), 0.0)
     lam_head = jnp.concatenate([lj, lc[:, 0]], axis=0)
     lam_tail = lc[:, 1:].reshape(nt, w)

@@ -55,15 +55,20 @@ class Node(NamedTuple):
 class Tree(NamedTuple):
     """The forest (static): nodes children-first; tree_rows: every head row of
     a joint node (sorted); joints: per global joint (its head rows, its
-    (body1, body2)), nodes or not."""
+    (body1, body2)), nodes or not; sweep_rows: the joint head rows the sweeps
+    may have to solve (sorted): every row of a joint outside the forest, and
+    the limit/motor rows of the joints in it (their other rows have no bounds:
+    ``JointType.nlimot``)."""
 
     nodes: tuple
     tree_rows: tuple
     joints: tuple = ()
+    sweep_rows: tuple = ()
 
 
 @functools.lru_cache(maxsize=64)
-def _structure(nbody: int, joint_bodies: tuple, joint_rows: tuple) -> Tree:
+def _structure(nbody: int, joint_bodies: tuple, joint_rows: tuple,
+               limot_rows: tuple = None) -> Tree:
     parent_uf = list(range(nbody))
     world_joint = {}
 
@@ -136,7 +141,12 @@ def _structure(nbody: int, joint_bodies: tuple, joint_rows: tuple) -> Tree:
         else:
             nodes.append(Node("body", n[1], -1 if par is None else pos[par]))
     rows = tuple(sorted(r for j in keep for r in joint_rows[j]))
-    return Tree(tuple(nodes), rows, tuple(zip(joint_rows, joint_bodies)))
+    kept = set(keep)
+    if limot_rows is None:  # every row may be bounded
+        limot_rows = joint_rows
+    sweep = tuple(sorted(r for j in range(len(joint_rows))
+                         for r in (limot_rows[j] if j in kept else joint_rows[j])))
+    return Tree(tuple(nodes), rows, tuple(zip(joint_rows, joint_bodies)), sweep)
 
 
 def structure(model, layout: tuple) -> Tree:
@@ -148,8 +158,15 @@ def structure(model, layout: tuple) -> Tree:
         raise ValueError(f"solver 'articulated' needs Model.joint_bodies, one (body1, body2) per "
                          f"joint ({model.njoint} joints, got {len(model.joint_bodies)}): build "
                          "the model with this version's WorldBuilder")
-    return _structure(int(model.nbody), tuple(model.joint_bodies),
-                      joint_head_rows(model, layout))
+    from jaxode.sim.joints import REGISTRY
+    head = joint_head_rows(model, layout)
+    limots = []
+    for j, (jtype, _) in enumerate(model.joint_index):
+        t = REGISTRY[jtype]
+        # a joint's rows: its geometric rows, its limit/motor rows (the last nlimot of
+        # nrows), then the passive row where the model has one (unbounded)
+        limots.append(tuple(head[j][t.nrows - t.nlimot:t.nrows]))
+    return _structure(int(model.nbody), tuple(model.joint_bodies), head, tuple(limots))
 
 
 # Every array below is world-minor: a trailing world axis W (W = 1 is one world).
