@@ -752,6 +752,14 @@ KNOWN_DISAGREEMENTS: dict[str, str] = {
 
 #: float32-only disagreements (float64 agrees): scene name -> reason.
 KNOWN_DISAGREEMENTS_F32: dict[str, str] = {
+    "slide_capsule_box_friction_7it": (
+        "float32 contact flicker: the capsule lying on its two contacts hops on and off them "
+        "(vz +-0.065 m/s) in both engines while it slides; in float32 two hops start a step "
+        "earlier (steps 50 and 80: the cap ends' depth rounds at z = 0.05 m, as in "
+        "capsule_lying), and the box friction, which acts only in contact, stops the capsule "
+        "2e-4 m short in x (max position error 6.3e-4 m against the 1e-4 m float32 bound; "
+        "float64 agrees to 1.7e-16 m). jax 0.10.2's XLA rounds the float32 run differently "
+        "from jax 0.9.2's, under which it passed (2.2e-5 m)."),
     "capsule_lying": (
         "float32 contact flicker: at rest ODE's depth is 2.5e-11 m, far below float32's "
         "resolution at z = 0.05 m (3.7e-9 m), and the cap ends c +- a*h carry the quaternion's "
