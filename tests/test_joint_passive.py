@@ -326,3 +326,50 @@ def test_stiffness_set_per_world_uses_the_files_springref():
         _, ang = jax.jit(lambda s: jax.lax.scan(body, s, None, length=STEPS))(jaxode.init(model))
     np.testing.assert_allclose(np.asarray(ang) + info["joint_ref"]["hinge"], q_ref[:, 1],
                                rtol=0, atol=1e-10)
+
+
+def test_nearly_massless_bodies_on_armatured_slides_step_in_float32():
+    """Gymnasium's pusher moves its goal (4e-10 kg, inertias down to 6e-15 kg m^2 on
+    the intermediate body of its two slides) through slides with armature 0.04 and
+    damping 0.5: the armature carries the inertia. In float32 the first step went
+    non-finite (the inertia's determinant, ~1e-43, underflowed; lifted to a normal
+    scale, the rows holding a 4e-10 kg body beside a 0.04 kg armature still could not
+    be resolved). Now the 3x3 inverse of a 1e-13 kg m^2 inertia is exact to float32
+    rounding, load_mjcf lifts the goal to 1e-5 of the model's mass (with a warning),
+    and the goal pushed along both slides follows the closed form of an implicit
+    damper with the armature as the mass, v' = (v a / h + F) / (a / h + d)."""
+    import os
+
+    gym = pytest.importorskip("gymnasium")
+    from jaxode.sim import integrate
+
+    tiny = np.diag([1e-13, 2e-13, 3e-13]).astype(np.float32)
+    inv = np.asarray(integrate.inverse3(jnp.asarray(tiny)[None]))[0]
+    np.testing.assert_allclose(np.diag(inv), 1.0 / np.diag(tiny).astype(np.float64), rtol=1e-6)
+
+    path = os.path.join(os.path.dirname(gym.__file__), "envs", "mujoco", "assets", "pusher_v5.xml")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        b = jaxode.load_mjcf(path)
+    lifted = [str(w.message) for w in caught if "raised to" in str(w.message)]
+    assert any("'goal'" in w for w in lifted) and any("'object'" in w for w in lifted)
+    m = b.build()
+    assert m.params.body_mass.dtype == jnp.float32
+    jx, jy = (b.mjcf_info["joints"][n] for n in ("goal_slidex", "goal_slidey"))
+    a, d, h, fx, fy = 0.04, 0.5, float(b.dt), 0.3, -0.2
+
+    def one(s, _):
+        s = jaxode.add_slider_force(m, s, jy, fy)
+        s = jaxode.add_slider_force(m, s, jx, fx)
+        s = jaxode.step(m, s, h)
+        return s, (jaxode.slider_position_rate(m, s, jx), jaxode.slider_position_rate(m, s, jy))
+
+    s, (vx, vy) = jax.jit(lambda s: jax.lax.scan(one, s, None, length=100))(jaxode.init(m))
+    assert not bool(s.nonfinite)
+    for v, f in ((vx, fx), (vy, fy)):
+        want, w = [], 0.0
+        for _ in range(100):
+            w = (w * a / h + f) / (a / h + d)
+            want.append(w)
+        # the lifted mass (1.4e-4 kg) is 0.35 % of the armature
+        np.testing.assert_allclose(np.asarray(v), want, rtol=1e-2, atol=1e-6)

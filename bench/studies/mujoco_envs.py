@@ -65,7 +65,8 @@ def run_jaxode(name: str, worlds: int, steps: int):
     ended = np.asarray(jnp.any(done, 0))
     return dict(env=env, compile=t_compile, wall=wall,
                 env_steps=worlds * steps / wall, phys_steps=worlds * steps * env.frame_skip / wall,
-                finite=float(finite.mean()), max_qvel=float(np.abs(qvel[finite]).max()),
+                finite=float(finite.mean()),
+                max_qvel=float(np.abs(qvel[finite]).max()) if finite.any() else float("nan"),
                 ended=float(ended.mean()))
 
 

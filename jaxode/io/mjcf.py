@@ -96,6 +96,17 @@ from jaxode.tools import coordinates
 #: Share of a body's mass and inertia given to each intermediate ODE body
 #: when one MJCF body has several joints (ODE bodies need positive mass).
 INTERMEDIATE_FRACTION = 0.01
+#: A moving ODE body lighter than this share of the model's total mass, or with a
+#: principal moment below this share of the model's largest, is raised to it (with a
+#: warning): MuJoCo moves such bodies (Gymnasium's pusher object and goal, 7.9e-6 and
+#: 4e-10 kg, inertias to 6e-15 kg m^2) through joints whose armature carries the
+#: inertia, while jaxode's maximal coordinates hold their other degrees of freedom with
+#: rows of stiffness 1 / mass, which float32 cannot resolve beside the armature's (the
+#: pusher went non-finite at its first step). 1e-5 keeps the ratios within float32's
+#: precision (at 1e-6 the articulated solve of the pusher's goal is 2.7 % off in
+#: float32); the pusher's goal and object then move 0.35 % slower under a force than in
+#: MuJoCo (1.4e-4 kg beside the 0.04 kg armature).
+MASS_FLOOR_FRACTION = 1e-5
 #: MuJoCo's defaults (mjModel / mjOption).
 DEFAULT_TIMESTEP = 0.002
 DEFAULT_GRAVITY = (0.0, 0.0, -9.81)
@@ -908,6 +919,31 @@ def load_mjcf(path_or_string, builder: Optional[WorldBuilder] = None,
     info = ld.info
     ode_body: dict[int, Optional[int]] = {0: None}
     T_ode: dict[int, np.ndarray] = {}
+    moving_masses = [r["mass"] for i, r in enumerate(bodies)
+                     if i > 0 and r["mass"] is not None and not welded[i]]
+    m_floor = MASS_FLOOR_FRACTION * sum(m.mass for m in moving_masses)
+    i_floor = MASS_FLOOR_FRACTION * max(
+        [float(np.max(np.linalg.eigvalsh(m.inertia_about_com()))) for m in moving_masses]
+        or [0.0])
+
+    def floored(m: mass_lib.Mass, r) -> mass_lib.Mass:
+        """``m`` (about its centre of mass) lifted to the floors (MASS_FLOOR_FRACTION)."""
+        lifted = m
+        if m.mass < m_floor:
+            lifted = mass_lib.adjust(lifted, m_floor)
+        low = float(np.min(np.linalg.eigvalsh(lifted.inertia)))
+        if low < i_floor:
+            lifted = mass_lib.Mass(lifted.mass, lifted.com,
+                                   lifted.inertia + (i_floor - low) * np.eye(3))
+        if lifted is not m:
+            rep.warn(r["node"], f"body {r['name']!r}: mass {m.mass:.3g} kg / smallest principal "
+                                f"inertia {float(np.min(np.linalg.eigvalsh(m.inertia))):.3g} "
+                                f"kg m^2 raised to {lifted.mass:.3g} kg / "
+                                f"{float(np.min(np.linalg.eigvalsh(lifted.inertia))):.3g} "
+                                "kg m^2 (jaxode.io.mjcf.MASS_FLOOR_FRACTION of the model's: "
+                                "float32 cannot step lighter bodies beside the rest)",
+                     key=f"mass floor {r['name']}")
+        return lifted
     for i, r in enumerate(bodies):
         if i == 0 or group[i] != i:
             continue
@@ -928,11 +964,13 @@ def load_mjcf(path_or_string, builder: Optional[WorldBuilder] = None,
         chain = []
         for _ in range(nj - 1):
             chain.append(b.add_body(pos=T[:3, 3], quat=mat_to_quat(T[:3, :3]),
-                                    mass=mass_lib.adjust(mc, mc.mass * INTERMEDIATE_FRACTION)))
+                                    mass=floored(mass_lib.adjust(
+                                        mc, mc.mass * INTERMEDIATE_FRACTION), r)))
         try:
             ode_body[i] = b.add_body(pos=T[:3, 3], quat=mat_to_quat(T[:3, :3]),
-                                     mass=mass_lib.adjust(
-                                         mc, mc.mass * (1 - INTERMEDIATE_FRACTION * (nj - 1))))
+                                     mass=floored(mass_lib.adjust(
+                                         mc, mc.mass * (1 - INTERMEDIATE_FRACTION * (nj - 1))),
+                                         r))
         except ValueError as e:
             raise rep.error(r["node"], str(e)) from None
         r["chain"] = chain

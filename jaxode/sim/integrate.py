@@ -44,19 +44,33 @@ def _cofactors(m: jax.Array) -> tuple[jax.Array, jax.Array]:
     return cof, jm.sum_terms(m[0] * cof[:, 0], -1)
 
 
+def _pow2_scale(m: jax.Array) -> jax.Array:
+    """A power of two c with c * m of order one (from m's diagonal; 1 for a zero
+    diagonal). Cofactors and determinant of c * m are exact powers of c times
+    those of m, so inverting c * m and scaling back by c rounds as inverting m
+    does, but the determinant (a triple product: 1e-39 for a 1e-13 kg m^2
+    inertia, below float32's smallest normal) no longer underflows or overflows."""
+    tr = jnp.abs(m[0, 0]) + jnp.abs(m[1, 1]) + jnp.abs(m[2, 2])
+    _, e = jnp.frexp(tr)
+    return jnp.where(tr > 0, jnp.ldexp(jnp.ones_like(tr), -e), jnp.ones_like(tr))
+
+
 def _inv3(m: jax.Array) -> tuple[jax.Array, jax.Array]:
     """Inverse of a 3x3 matrix by cofactors and whether it exists (det != 0)."""
-    cof, det = _cofactors(m)
+    c = _pow2_scale(m)
+    cof, det = _cofactors(m * c)
     ok = det != 0
-    return cof / jnp.where(ok, det, 1.0), ok
+    return cof / jnp.where(ok, det, 1.0) * c, ok
 
 
 def inverse3(m: jax.Array) -> jax.Array:
-    """Inverse of (..., 3, 3) matrices by cofactors (a singular one gives
-    non-finite entries, as a division by its zero determinant)."""
+    """Inverse of (..., 3, 3) matrices by cofactors of the matrix scaled by a power
+    of two (:func:`_pow2_scale`: tiny and huge inertias invert in float32); a
+    singular one gives non-finite entries, as a division by its zero determinant."""
     def one(a):
-        cof, det = _cofactors(a)
-        return cof / det
+        c = _pow2_scale(a)
+        cof, det = _cofactors(a * c)
+        return cof / det * c
     f = one
     for _ in range(m.ndim - 2):
         f = jax.vmap(f)
