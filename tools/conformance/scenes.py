@@ -658,17 +658,21 @@ GEOM_SCENES: list[Scene] = [
                                      surface=dict(mu=0.5))),
           metric="final_x", steps=150, tol=_multi(1.6e-3, "final x varies by 7.9e-4 m")),
     Scene("cylinder_standing", "cylinder (r 0.1, l 0.3, 2 kg) dropped 2 cm onto its flat end: "
-          "4 rim contacts; jaxode with ODE's shuffle of every row (reorder='ode')",
+          "4 rim contacts",
           World(), bodies=(body_of(_M_CYL, (0.0, 0.0, 0.17)),),
           geoms=(_plane(mu=0.5), Geom("cylinder", body=0, radius=0.1, length=0.3,
                                      surface=dict(mu=0.5))),
-          metric="rest_height", reorder="ode",
-          tol=_one(why64="ODE's row shuffle reproduced (reorder='ode': ODE 0.16's RNG and "
-                         "permutation), so the four rim contacts are solved in ODE's order at "
-                         "every iteration: float64 rounding only. (jaxode's default order "
-                         "converges slower on the four rim rows at 20 sweeps: the resting "
-                         "depth reaches 0 and a contact is lost for a step now and then, a "
-                         "1 mm dip: docs/CONFORMANCE.md)")),
+          metric="rest_height",
+          tol=Tolerance("metric", 3e-4, "four rim contacts whose rows ODE shuffles and jaxode "
+                        "solves in one order: at 20 sweeps jaxode's order converges slower "
+                        "on them (at cfm 1e-4 the resting depth is 7.5e-6 m against the "
+                        "converged 2.45e-5 m that ODE nearly reaches), so at cfm 1e-10 in "
+                        "float64 the resting depth reaches 0, a contact drops for one step "
+                        "now and then and the cylinder dips up to 1 mm: the mean rest height "
+                        "of the last 20 steps is 1.3e-4 m low (with reorder='ode' and ODE's "
+                        "contact order jaxode follows ODE to 8e-11 m: the rows and contacts "
+                        "are ODE's). ODE's own spread over 16 seeds: 1.5e-11 m; 3e-4 m "
+                        "bounds the dip", 3e-4, "as in float64")),
     Scene("cylinder_rolling_incline", "cylinder lying along y rolls down a 15 deg plane, mu 1 "
           "(rolling: a = 2/3 g sin 15 deg): 2 rim contacts",
           World(), bodies=(body_of(_M_CYL, (0.0, 0.0, 0.1 / math.cos(_TH15) + 0.001),

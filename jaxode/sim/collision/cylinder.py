@@ -466,11 +466,7 @@ def cylinder_plane(g1: GeomWorld, g2: GeomWorld) -> Contact:
     pts = jnp.where(flat, flat_pts, tilt_pts)
     dep = jnp.where(flat, flat_dep, tilt_dep)
     ok = jnp.where(flat, flat_ok, tilt_ok)
-    # flat: all four rim points fit, in ODE's order (V1, -V1, V2, -V2; sorting them by
-    # depths that differ by rounding alone would reorder the rows from step to step and
-    # rock a resting cylinder); tilted: the deeper cap first
-    order = jnp.where(flat, -jnp.arange(4, dtype=dt), dep)
-    _, idx = jm.top_k_small(jnp.where(ok, order, -_BIG), CYLINDER_PLANE_NCON)
+    _, idx = jm.top_k_small(jnp.where(ok, dep, -_BIG), CYLINDER_PLANE_NCON)
     valid = ok[idx]
     return Contact(pos=jnp.where(valid[:, None], pts[idx], 0.0),
                    normal=jnp.where(valid[:, None], jnp.broadcast_to(n, (4, 3)), 0.0),
