@@ -244,8 +244,7 @@ def test_only_limit_and_motor_rows_are_ever_bounded():
     from tools.conformance.scenes import build_jaxode
     from tools.conformance.joint_scenes import _ZOO_PARAMS, _zoo_world
 
-    models = [build_jaxode(_zoo_world(k, p)) for k, p in enumerate(_ZOO_PARAMS)]
-    models = models[:1] + models[-1:]           # two of the zoo's parameter sets
+    models = [build_jaxode(_zoo_world(0, _ZOO_PARAMS[0]))]   # every other joint type
     b = jaxode.WorldBuilder(gravity=(0.0, 0.0, -9.81))
     m = jaxode.mass.box((0.1, 0.1, 0.1), total=0.5)
     b1 = b.add_body(pos=(0.0, 0.0, 1.0), mass=m, angvel=(4.0, 1.0, 0.0))
