@@ -164,16 +164,12 @@ class Scene:
     # ODE side: create each step's contact joints in reverse (odelib.OdeWorld), so
     # ODE solves one body's contacts in the order found, as jaxode does
     ode_reverse_contacts: bool = False
-    # jaxode side: Model.reorder ("joints": jaxode's fixed contact order; "ode": ODE
-    # 0.16's shuffle of every row from its RNG, so the whole trajectory is ODE's)
-    reorder: str = "joints"
 
     def structure(self) -> tuple:
         """Key of the compiled jaxode function: scenes with equal keys reuse it."""
         return (len(self.bodies), tuple((g.type, g.body is None, g.shape_key())
                                         for g in self.geoms),
-                tuple(j.type for j in self.joints), self.world.iterations, self.steps,
-                self.reorder)
+                tuple(j.type for j in self.joints), self.world.iterations, self.steps)
 
 
 @dataclass(frozen=True)
@@ -258,7 +254,7 @@ def build_jaxode(scene: Scene, solver: str = "pgs", **build_args):
         contact_surface_layer=w.contact_surface_layer, linear_damping=w.linear_damping,
         angular_damping=w.angular_damping, linear_damping_threshold=w.linear_damping_threshold,
         angular_damping_threshold=w.angular_damping_threshold, solver=solver,
-        reorder_seed=scene.rand_seed, reorder=scene.reorder)
+        reorder_seed=scene.rand_seed)
     for bd in scene.bodies:
         b.add_body(pos=bd.pos, quat=bd.quat, vel=bd.vel, angvel=bd.angvel,
                    mass=mass_lib.from_inertia(bd.mass, np.asarray(bd.inertia)),

@@ -399,6 +399,14 @@ class Ant(_Locomotion):
         return r, ~ok & o["terminate_when_unhealthy"]
 
 
+#: the humanoids' observation options (Gymnasium v5's names and defaults)
+_HUMANOID_OBSERVATION = dict(exclude_current_positions_from_observation=True,
+                             include_cinert_in_observation=True,
+                             include_cvel_in_observation=True,
+                             include_qfrc_actuator_in_observation=True,
+                             include_cfrc_ext_in_observation=True)
+
+
 class Humanoid(_Locomotion):
     """Gymnasium Humanoid-v5: obs 348 (qpos[2:], qvel, cinert, cvel, qfrc_actuator[6:],
     cfrc_ext of bodies 1..); reward 1.25 x velocity of the centre of mass + 5
@@ -413,10 +421,7 @@ class Humanoid(_Locomotion):
     DEFAULTS = dict(forward_reward_weight=1.25, ctrl_cost_weight=0.1, contact_cost_weight=5e-7,
                     contact_cost_range=(-float("inf"), 10.0), healthy_reward=5.0,
                     terminate_when_unhealthy=True, healthy_z_range=(1.0, 2.0),
-                    exclude_current_positions_from_observation=True,
-                    include_cinert_in_observation=True, include_cvel_in_observation=True,
-                    include_qfrc_actuator_in_observation=True,
-                    include_cfrc_ext_in_observation=True)
+                    **_HUMANOID_OBSERVATION)
 
     def observe(self, physics, params, info):
         o = self.options
@@ -449,21 +454,20 @@ class Humanoid(_Locomotion):
 
 class HumanoidStandup(Humanoid):
     """Gymnasium HumanoidStandup-v5: Humanoid's observation (348); reward
-    qpos[2] / timestep - 0.1 |ctrl|^2 - min(0.5e-6 |cfrc_ext|^2, 10) + 1; never
+    uph_cost_weight * qpos[2] / timestep - 0.1 |ctrl|^2 - min(0.5e-6 |cfrc_ext|^2, 10) + 1; never
     terminates."""
 
     name = "humanoidstandup"
     xml_file = "humanoidstandup.xml"
     DEFAULTS = dict(uph_cost_weight=1.0, ctrl_cost_weight=0.1, impact_cost_weight=0.5e-6,
                     impact_cost_range=(-float("inf"), 10.0),
-                    exclude_current_positions_from_observation=True,
-                    include_cinert_in_observation=True, include_cvel_in_observation=True,
-                    include_qfrc_actuator_in_observation=True,
-                    include_cfrc_ext_in_observation=True)
+                    **_HUMANOID_OBSERVATION)
 
     def reward_done(self, before, physics, action):
         o = self.options
-        uph = self.qpos(physics)[2] / self.timestep
+        # v5 documents uph_cost_weight but its code leaves it out; here it weighs the
+        # term as documented (the default 1 is v5's reward)
+        uph = o["uph_cost_weight"] * self.qpos(physics)[2] / self.timestep
         lo, hi = o["impact_cost_range"]
         impact = jnp.clip(o["impact_cost_weight"] * _square_sum(
             self.cfrc_ext(physics, before.params)), lo, hi)
