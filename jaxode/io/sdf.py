@@ -26,7 +26,11 @@
   offset accordingly. Links of static models are static geoms.
 * ``<collision>``: ``<pose>``, ``<geometry>`` box / sphere / cylinder /
   capsule / plane / mesh / heightmap (polyline: warned, skipped), ``<max_contacts>`` (0: the
-  collision makes no contacts, as in Gazebo)
+  collision makes no contacts, as in Gazebo), ``<surface><contact><collide_bitmask>``
+  (Gazebo's rule: the mask is the geom's category and collide bits, two
+  collisions touch iff their masks share a bit; a collision without one
+  collides with every mask, where Gazebo's default 0xffff misses masks with
+  only bits above 15)
   and ``<surface>``: friction ``<ode>`` mu, mu2, fdir1, slip1, slip2;
   ``<torsional>`` coefficient, patch_radius, surface_radius, use_patch_radius; ``<bounce>``
   restitution_coefficient, threshold; ``<contact><ode>`` soft_cfm, soft_erp,
@@ -142,6 +146,7 @@ class _Loader:
         self.b: Optional[WorldBuilder] = None
         self.version = (1, 6)
         self.links: dict[str, dict] = {}
+        self.masked: set = set()          # geoms with their own collide_bitmask
         self.info = dict(bodies={}, geoms={}, joints={}, joint_limits={}, collide_groups={},
                          unsupported=[])
 
@@ -383,6 +388,14 @@ class _Loader:
         own = [ln for ln in own if ln["body"] is not None and not (model_sc or ln["self_collide"])]
         if len(own) < 2 or not any(ln["geoms"] for ln in own):
             return
+        if any(gi in self.masked for ln in own for gi in ln["geoms"]):
+            # a collide_bitmask takes the geoms' bits: the links are kept apart
+            # by excluded body pairs instead of a category bit
+            for i, a in enumerate(own):
+                for c in own[i + 1:]:
+                    if a["body"] != c["body"]:
+                        self.b.exclude_pair(a["body"], c["body"])
+            return
         groups = self.b.__dict__.setdefault("collide_groups", {})  # shared with load_urdf
         self.info["collide_groups"][scope[:-2]] = None
         if len(groups) >= 32:
@@ -504,9 +517,10 @@ class _Loader:
                 self.skip(ode, ("soft_cfm", "soft_erp", "kp", "kd", "max_vel", "min_depth"))
             self.skip(co, ("ode", "collide_without_contact", "collide_bitmask",
                            "collide_without_contact_bitmask"))
-            for tag in ("collide_bitmask", "collide_without_contact_bitmask"):
-                if co.find(tag) is not None:
-                    rep.warn(co.find(tag), f"{tag} is not mapped; all geoms collide")
+            if co.find("collide_without_contact_bitmask") is not None:
+                rep.warn(co.find("collide_without_contact_bitmask"),
+                         "collide_without_contact_bitmask is not mapped (collide_without_contact "
+                         "is not supported)")
             if rep.child_bool(co, "collide_without_contact", False):
                 rep.warn(co.find("collide_without_contact"),
                          "collide_without_contact is not supported; contacts are made")
@@ -517,6 +531,23 @@ class _Loader:
         except (ValueError, TypeError) as e:
             raise rep.error(node, str(e)) from None
         return s
+
+    def collide_bitmask(self, surface: Optional[Node]) -> Optional[int]:
+        """``<surface><contact><collide_bitmask>`` (SDF: an unsigned int, decimal or
+        0x hex; Gazebo's default 0xffff), or None where the collision has none."""
+        c = None if surface is None else surface.find("contact")
+        c = None if c is None else c.find("collide_bitmask")
+        if c is None:
+            return None
+        t = (c.text or "").strip()
+        try:
+            v = int(t, 16) if t.lower().startswith("0x") else int(t)
+        except ValueError:
+            v = None
+        if v is None or not 0 <= v <= 0xFFFFFFFF:
+            raise self.rep.error(c, "collide_bitmask must be an unsigned 32-bit integer "
+                                    f"(decimal or 0x hex; got {c.text!r})")
+        return v
 
     def collision(self, node: Node, link: str, body, T_link, T_body, frames=None) -> None:
         """One <collision> of a link; its pose is in the link frame unless it is
@@ -540,6 +571,11 @@ class _Loader:
                 bits = dict(category_bits=0, collide_bits=0)
             else:
                 s = Surface(**{**s.__dict__, "max_contacts": int(n)})
+        mask = self.collide_bitmask(node.find("surface"))
+        if mask is not None and not bits:
+            # Gazebo (ODECollision): the bitmask is the geom's category and its
+            # collide bits, so two collisions touch iff their masks share a bit
+            bits = dict(category_bits=mask, collide_bits=mask)
         g = geo.children[0]
         kw = dict(body=body, pos=pos, quat=quat, surface=s, **bits)
         try:
@@ -576,6 +612,8 @@ class _Loader:
             raise rep.error(g, str(e)) from None
         self.info["geoms"][link + "::" + node.attrib.get("name", str(len(self.info["geoms"])))] = gi
         self.links[link]["geoms"].append(gi)
+        if mask is not None:
+            self.masked.add(gi)
         self.skip(node, ("pose", "geometry", "surface", "max_contacts", "laser_retro"))
 
     def resolve_uri(self, node: Node, u: str) -> str:
