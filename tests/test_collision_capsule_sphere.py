@@ -400,3 +400,57 @@ def test_depth_gradient_is_the_closed_form(name):
             fd = (f(g1d, g2d._replace(pos=g2d.pos + e)).depth[0]
                   - f(g1d, g2d._replace(pos=g2d.pos - e)).depth[0]) / (2 * eps)
             assert abs(float(fd) - u[k]) < 1e-6, (k, float(fd), u[k])
+
+
+def _generic_pairs(rng, n=12):
+    """Overlapping pairs in general position (no tie between closest features):
+    (name, g1, g2) with random poses, float64."""
+    out = []
+    while len(out) < 4 * n:
+        name = ["sphere_sphere", "capsule_sphere", "capsule_capsule", "sphere_plane"][len(out) % 4]
+        r1, r2 = rng.uniform(0.3, 0.6, 2)
+        rot1 = rot_axis_angle(rng.normal(size=3), rng.uniform(0, np.pi))
+        rot2 = rot_axis_angle(rng.normal(size=3), rng.uniform(0, np.pi))
+        p2 = np.zeros(3)
+        p1 = rng.normal(size=3) * 0.4
+        if name == "sphere_sphere":
+            g1, g2 = (r1, 0, 0), (r2, 0, 0)
+        elif name == "capsule_sphere":
+            g1, g2 = (r1, rng.uniform(0.5, 1.5), 0), (r2, 0, 0)
+        elif name == "capsule_capsule":
+            g1, g2 = (r1, rng.uniform(0.5, 1.5), 0), (r2, rng.uniform(0.5, 1.5), 0)
+        else:   # a sphere under the plane z = 0 by less than its radius
+            p1 = np.array([*rng.normal(size=2), -rng.uniform(0.05, 0.25)])
+            g1, g2, rot2 = (r1, 0, 0), (0, 0, 0), I3
+        pair = (name, GeomWorld(p1, rot1, np.asarray(g1, float)),
+                GeomWorld(p2, rot2, np.asarray(g2, float)))
+        with jax.enable_x64(True):
+            c = FUNCS[name][0](*(GeomWorld(*(jnp.asarray(a) for a in g)) for g in pair[1:]))
+            depth = np.asarray(c.depth)[np.asarray(c.valid)]
+        if depth.size == 1 and depth[0] > 0.02:      # one contact, clearly overlapping
+            out.append(pair)
+    return out
+
+
+def test_depth_gradient_is_the_contact_normal():
+    """The gradient of a contact's depth by the geoms' positions is the closed
+    form: moving geom 1 along the normal (from geom 2 into geom 1) separates
+    them at unit rate, so d depth / d p1 = -normal and d depth / d p2 =
+    +normal (sphere-sphere, capsule-sphere, capsule-capsule in general position,
+    sphere-plane); float64, to 1e-9."""
+    rng = np.random.default_rng(11)
+    with jax.enable_x64(True):
+        for name, g1, g2 in _generic_pairs(rng):
+            f = FUNCS[name][0]
+            g1j = GeomWorld(*(jnp.asarray(a) for a in g1))
+            g2j = GeomWorld(*(jnp.asarray(a) for a in g2))
+
+            def depth(p1, p2):
+                c = f(g1j._replace(pos=p1), g2j._replace(pos=p2))
+                return jnp.sum(jnp.where(c.valid, c.depth, 0.0))
+
+            d1, d2 = jax.grad(depth, argnums=(0, 1))(g1j.pos, g2j.pos)
+            c = f(g1j, g2j)
+            n = np.asarray(c.normal)[np.asarray(c.valid)][0]
+            np.testing.assert_allclose(np.asarray(d1), -n, atol=1e-9, err_msg=name)
+            np.testing.assert_allclose(np.asarray(d2), n, atol=1e-9, err_msg=name)
