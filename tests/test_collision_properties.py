@@ -12,7 +12,9 @@ checked only there:
   deepest depth unchanged (the normal may differ where the deepest direction
   is not unique, e.g. a sphere at a box's centre);
 - separation: translating geom 1 along the deepest contact's normal by its
-  depth (plus 1e-7 m) leaves no penetration deeper than 1e-5 m (the normal
+  depth (plus 1e-7 m) leaves no penetration deeper than 1e-5 m, and by its
+  depth less 1e-4 m (or half the depth) leaves some (the depth is not
+  overestimated: the separation test alone passes any larger depth) (the normal
   points into geom 1 and the depth is the overlap along it, ODE's convention;
   1e-5 m allows for the normal's direction when two capsule axes nearly
   intersect);
@@ -35,6 +37,7 @@ from jaxode.sim.collision import box, capsule, convex, cylinder, sphere
 from jaxode.sim.collision.contact import GeomWorld, Hull
 
 EPS = 1e-7
+SHORT = 1e-4   # the push short of the depth that must leave the geoms overlapping [m]
 SETTINGS = settings(max_examples=40, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow])
 
@@ -114,12 +117,18 @@ def _checks(name):
         # geom 1 pushed out along the normal
         moved = GeomWorld(p1 + normal * jnp.where(hit, depth + EPS, 0.0), r1, g1.size)
         d_out, _, _ = _deepest(fn(moved, g2))
+        # ... and pushed a little less than its depth: still overlapping (an
+        # overestimated depth would separate the geoms here)
+        short = jnp.minimum(SHORT, 0.5 * depth)
+        part = GeomWorld(p1 + normal * jnp.where(hit, depth - short, 0.0), r1, g1.size)
+        d_in, _, hit_in = _deepest(fn(part, g2))
         swapped = _deepest(fn(g2, g1))[0] if not plane and name in SAME_TYPE else depth
         finite = (jnp.all(jnp.isfinite(c.pos)) & jnp.all(jnp.isfinite(c.normal))
                   & jnp.all(jnp.isfinite(c.depth)))
         unit = jnp.all(jnp.where(c.valid, jnp.abs(jnp.linalg.norm(c.normal, axis=-1) - 1), 0.0)
                        < 1e-9)
         return dict(depth=depth, normal=normal, hit=hit, dm=dm, d_out=d_out,
+                    d_in=jnp.where(hit_in, d_in, 0.0), short=short,
                     swapped=swapped, finite=finite, unit=unit)
 
     _CHECKS[name] = jax.jit(run)
@@ -167,6 +176,8 @@ def test_contact_properties(name, q1, q2, qm, off, t):
         p1, r1, PAIRS[name][1][1], p2, r2, PAIRS[name][2])
     if out["hit"] and out["depth"] > 1e-6 and exact:
         assert out["d_out"] <= 1e-5, (out["depth"], out["d_out"], out["normal"])
+        # not overestimated: pushed out by depth - short, some overlap is left
+        assert out["d_in"] > 0.0, (out["depth"], out["short"], out["d_in"], out["normal"])
     np.testing.assert_allclose(out["swapped"], out["depth"], atol=1e-9)
 
 
