@@ -93,6 +93,7 @@ def test_world_is_bitwise_the_same_alone_and_in_any_batch():
     _check(_model())
 
 
+@pytest.mark.extended  # float32 (the default) is the default run's; 29 s
 def test_world_is_bitwise_the_same_alone_and_in_any_batch_x64():
     with jax.enable_x64(True):
         _check(_model())

@@ -13,7 +13,8 @@ What is ported, and how:
   built at the fixture's pose (jaxode, like ODE's dJointSet*Axis/Anchor, takes the
   build-time pose as the zero of the joint coordinates), then bodies are moved by
   replacing the state's pos/quat, as the originals' dBodySetPosition/Rotation;
-* rates after one dWorldQuickStep of 1 s with a 1 N force (jaxode.step + add_force);
+* rates after one dWorldQuickStep of 1 s with a 1 N force (jaxode.step + add_force;
+  these and Limit_0_0 run in the extended tier: a compile per fixture);
 * ODE's stored ``qrel`` of the fixed and slider joints (dJointSetFixed,
   dJointSetSliderAxis at several poses), read from the model's joint geometry;
 * dParamVel / dParamFMax on a hinge, the amotor's user-mode motors
@@ -259,7 +260,8 @@ def _rate_case(joint, kind, axis_sign, body, fsign):
         # 1 N for 1 s on a free 1 kg body along the axis: 1 m/s relative speed
         moved = 1.0 if (kind != "b2" and body == 0) else -1.0
         close(rate(m, s, 0), axis_sign * moved * fsign)
-    return test
+    # extended tier: each fixture's step is its own compile (~3 s; the default run's budget)
+    return pytest.mark.extended(test)
 
 
 def _prismatic_tables(joint, J):
@@ -326,7 +328,7 @@ def _limit_0_0(joint, side):
         p = np.asarray(s.pos[0])
         for k in range(3):
             close(p[k], 0.0)
-    return test
+    return pytest.mark.extended(test)
 
 
 register("slider", "Limit_0_0_One_Body_on_left", _limit_0_0("slider", "left"))
