@@ -15,6 +15,7 @@ import jax
 import numpy as np
 
 import jaxode
+from jaxode.sim.math import quat_to_mat
 from fast_compile import OPTIONS as _FAST
 
 PHYSICS_TOL = 1e-2
@@ -234,7 +235,7 @@ def test_spawn_drop_cog_offset():
         """The sphere's centre and its velocity from the body (centre of gravity)."""
         q = traj["quat"][row, i]
         w, v = traj["angvel"][row, i], traj["vel"][row, i]
-        rot = _quat_to_mat(q)
+        rot = np.asarray(quat_to_mat(q), float)
         d = -rot @ np.asarray(c, float)                   # centre - centre of gravity
         return traj["pos"][row, i] + d, v + np.cross(w, d), w
 
@@ -266,10 +267,3 @@ def test_spawn_drop_cog_offset():
         assert abs(top[0] - 2 * v[0]) < PHYSICS_TOL and abs(top[1] - 2 * v[1]) < PHYSICS_TOL
         assert abs(top[2]) < PHYSICS_TOL, (name, top)
         assert abs(p[2] - r) < PHYSICS_TOL, (name, p)
-
-
-def _quat_to_mat(q):
-    w, x, y, z = (float(a) for a in q)
-    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-                     [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-                     [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])

@@ -55,6 +55,7 @@ import numpy as np
 import pytest
 
 import jaxode
+from jaxode.sim.math import quat_to_mat
 from jaxode import joint_api as ja
 
 PI = math.pi
@@ -446,10 +447,7 @@ def test_ode_amotor_rotate_x():
     h, v, tol = 1.0, 1.0, 1e-5
     m = amotor_model()
     s = jaxode.step(m, jaxode.init(m).replace(angvel=jnp.asarray([[v, 0.0, 0.0]])), h)
-    w, x, y, z = np.asarray(s.quat[0])
-    R = np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-                  [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-                  [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
+    R = np.asarray(quat_to_mat(s.quat[0]), float)
     expected = np.array([[1, 0, 0], [0, math.cos(v * h), -math.sin(v * h)],
                          [0, math.sin(v * h), math.cos(v * h)]])
     for i in range(3):
